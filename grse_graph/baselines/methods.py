@@ -1,0 +1,288 @@
+"""Single-model baselines. Each answers one question with the provider's "actor" role and
+returns a scored `Rollout` (one `Step` per model call), so `run_evaluation` writes the same files
+for a baseline as for the team."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+
+from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
+from grse_graph.tasks.base import Task, TaskQuestion
+from grse_graph.team.agent import usage_of
+from grse_graph.team.answer import extract_answer
+from grse_graph.team.graph import input_ref
+from grse_graph.team.rollout import Rollout, Step
+
+from . import prompts
+from .vote import feedback_says_correct, majority_vote
+
+BaselineName = Literal["io", "cot", "cot-sc", "self-refine", "full-context"]
+BASELINES: tuple[BaselineName, ...] = ("io", "cot", "cot-sc", "self-refine", "full-context")
+
+COT_SC_SAMPLES = 5
+COT_SC_TEMPERATURE = 0.7
+SELF_REFINE_ROUNDS = 3
+FULL_CONTEXT_MAX_TOKENS = 32
+
+
+class _Trace:
+    """Model calls of one question, recorded as steps."""
+
+    def __init__(self, question: TaskQuestion, shared_input: str, config: RunnableConfig) -> None:
+        self.question = question
+        self.shared_input = shared_input
+        self.config = config
+        self.steps: list[Step] = []
+
+    async def call(
+        self,
+        provider: ChatModelProvider,
+        agent: str,
+        system: str,
+        user: str,
+        *,
+        sampling: SamplingSettings,
+        max_tokens: int | None = None,
+    ) -> str:
+        model = provider.chat("actor", sampling=sampling, max_tokens=max_tokens)
+        messages: Sequence[BaseMessage] = [
+            SystemMessage(content=system),
+            HumanMessage(content=user),
+        ]
+        started = time.perf_counter()
+        reply = await model.ainvoke(messages, config=self.config)
+        elapsed = time.perf_counter() - started
+        if not isinstance(reply, AIMessage):
+            raise TypeError(f"chat model returned {type(reply).__name__}, expected AIMessage")
+        text = reply.text.strip()
+        self.steps.append(
+            Step(
+                index=len(self.steps),
+                agent=agent,
+                system_prompt=system,
+                input=user,
+                input_ref=input_ref(self.question) if self.shared_input in user else None,
+                output=text,
+                usage=usage_of(reply, elapsed),
+            )
+        )
+        return text
+
+
+class Baseline:
+    """A single-model method. Subclasses implement `_respond` and return the final answer."""
+
+    method: BaselineName = "io"
+
+    def __init__(self, task: Task, provider: ChatModelProvider, sampling: SamplingSettings) -> None:
+        self.task = task
+        self.provider = provider
+        self.sampling = sampling
+
+    def describe(self) -> dict[str, Any]:
+        """Sampling and method constants (compared when a run is resumed)."""
+        return {"sampling": self.sampling.model_dump()}
+
+    async def _respond(self, question: TaskQuestion, trace: _Trace) -> str:
+        raise NotImplementedError
+
+    async def answer(self, question: TaskQuestion, *, rollout_id: str) -> Rollout:
+        """Answer one question and score it with the task."""
+        config: RunnableConfig = {
+            "run_name": f"{self.method}:{question.id}",
+            "metadata": {
+                "rollout_id": rollout_id,
+                "question_id": question.id,
+                "method": self.method,
+                "task": self.task.name,
+            },
+            "tags": ["grse-baseline"],
+        }
+        trace = _Trace(question, self.task.render_input(question), config)
+        answer = await self._respond(question, trace)
+        scored = self.task.score(question, answer)
+        return Rollout(
+            rollout_id=rollout_id,
+            question_id=question.id,
+            seed=self.sampling.seed,
+            steps=trace.steps,
+            answer=answer,
+            reward=scored.reward,
+            metrics=scored.metrics,
+        )
+
+
+class IOBaseline(Baseline):
+    """Direct prompting: the input, then the short answer."""
+
+    method: BaselineName = "io"
+
+    async def _respond(self, question: TaskQuestion, trace: _Trace) -> str:
+        text = await trace.call(
+            self.provider,
+            self.method,
+            prompts.IO_SYSTEM,
+            trace.shared_input,
+            sampling=self.sampling,
+        )
+        return extract_answer(text)
+
+
+class CoTBaseline(Baseline):
+    """Chain of thought: reason step by step, then the `Answer:` line."""
+
+    method: BaselineName = "cot"
+
+    async def _respond(self, question: TaskQuestion, trace: _Trace) -> str:
+        text = await trace.call(
+            self.provider,
+            self.method,
+            prompts.COT_SYSTEM,
+            trace.shared_input,
+            sampling=self.sampling,
+        )
+        return extract_answer(text)
+
+
+class CoTSCBaseline(Baseline):
+    """Self-consistency: 5 chain-of-thought samples at temperature 0.7, majority vote over
+    normalised answers. Sample i uses seed `base + i` (base = the run's seed or 0) so the samples
+    differ and a rerun reproduces them."""
+
+    method: BaselineName = "cot-sc"
+
+    def __init__(
+        self,
+        task: Task,
+        provider: ChatModelProvider,
+        sampling: SamplingSettings,
+        samples: int = COT_SC_SAMPLES,
+        temperature: float = COT_SC_TEMPERATURE,
+    ) -> None:
+        super().__init__(task, provider, sampling)
+        self.samples = samples
+        self.temperature = temperature
+
+    def describe(self) -> dict[str, Any]:
+        """Sampling, sample count and temperature."""
+        return {**super().describe(), "samples": self.samples, "temperature": self.temperature}
+
+    def sample_settings(self, index: int) -> SamplingSettings:
+        """Sampling of sample `index`."""
+        base = self.sampling.seed or 0
+        return self.sampling.model_copy(
+            update={"temperature": self.temperature, "seed": base + index}
+        )
+
+    async def _respond(self, question: TaskQuestion, trace: _Trace) -> str:
+        answers = []
+        for index in range(self.samples):
+            text = await trace.call(
+                self.provider,
+                f"{self.method}-{index + 1}",
+                prompts.COT_SYSTEM,
+                trace.shared_input,
+                sampling=self.sample_settings(index),
+            )
+            answers.append(extract_answer(text))
+        winner, _ = majority_vote(answers)
+        return winner
+
+
+class SelfRefineBaseline(Baseline):
+    """Self-Refine: a chain-of-thought attempt, then at most 3 rounds of feedback and revision,
+    stopping as soon as the feedback says CORRECT."""
+
+    method: BaselineName = "self-refine"
+
+    def __init__(
+        self,
+        task: Task,
+        provider: ChatModelProvider,
+        sampling: SamplingSettings,
+        rounds: int = SELF_REFINE_ROUNDS,
+    ) -> None:
+        super().__init__(task, provider, sampling)
+        self.rounds = rounds
+
+    def describe(self) -> dict[str, Any]:
+        """Sampling and the round limit."""
+        return {**super().describe(), "rounds": self.rounds}
+
+    async def _respond(self, question: TaskQuestion, trace: _Trace) -> str:
+        attempt = await trace.call(
+            self.provider,
+            "initial",
+            prompts.COT_SYSTEM,
+            trace.shared_input,
+            sampling=self.sampling,
+        )
+        for _ in range(self.rounds):
+            feedback = await trace.call(
+                self.provider,
+                "feedback",
+                prompts.FEEDBACK_SYSTEM,
+                prompts.feedback_input(trace.shared_input, attempt),
+                sampling=self.sampling,
+            )
+            if feedback_says_correct(feedback):
+                break
+            attempt = await trace.call(
+                self.provider,
+                "revise",
+                prompts.REVISE_SYSTEM,
+                prompts.revise_input(trace.shared_input, attempt, feedback),
+                sampling=self.sampling,
+            )
+        return extract_answer(attempt)
+
+
+class FullContextBaseline(Baseline):
+    """The LoCoMo full-context protocol: the whole conversation (or all passages) in one prompt,
+    the benchmark's short-phrase instruction, answers capped at 32 tokens."""
+
+    method: BaselineName = "full-context"
+
+    def describe(self) -> dict[str, Any]:
+        """Sampling and the answer cap."""
+        return {**super().describe(), "max_tokens": FULL_CONTEXT_MAX_TOKENS}
+
+    async def _respond(self, question: TaskQuestion, trace: _Trace) -> str:
+        user = prompts.full_context_input(
+            self.task.render_full_context(question), question.question
+        )
+        text = await trace.call(
+            self.provider,
+            self.method,
+            "You are a helpful assistant.",
+            user,
+            sampling=self.sampling,
+            max_tokens=FULL_CONTEXT_MAX_TOKENS,
+        )
+        return extract_answer(text)
+
+
+_CLASSES: dict[BaselineName, type[Baseline]] = {
+    "io": IOBaseline,
+    "cot": CoTBaseline,
+    "cot-sc": CoTSCBaseline,
+    "self-refine": SelfRefineBaseline,
+    "full-context": FullContextBaseline,
+}
+
+
+def make_baseline(
+    method: BaselineName,
+    task: Task,
+    provider: ChatModelProvider,
+    sampling: SamplingSettings | None = None,
+) -> Baseline:
+    """The baseline called `method` (greedy decoding unless `sampling` is given)."""
+    if method not in _CLASSES:
+        raise ValueError(f"unknown baseline {method!r} (known: {', '.join(BASELINES)})")
+    return _CLASSES[method](task, provider, sampling or SamplingSettings.greedy())

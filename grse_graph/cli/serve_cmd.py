@@ -1,0 +1,134 @@
+"""`grse serve local` (embedded llama.cpp engine) and `grse serve vllm` (GPU machines)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+
+from grse_graph.errors import ConfigError, EngineError
+from grse_graph.llm.config import load_config
+from grse_graph.llm.engine import LocalEngine
+from grse_graph.llm.vllm import plan_vllm
+
+_CONFIG_OPTION = typer.Option(
+    "--config", help="TOML file with [actor]/[critic]/[optimizer]/[engine] tables."
+)
+
+
+def _echo(line: str) -> None:
+    # Flushed at once: scripts (and the orphan test) read these lines from a pipe.
+    typer.echo(line)
+
+
+def serve_local(
+    model: Annotated[
+        str | None, typer.Option(help="small | default | medium | path to a .gguf file.")
+    ] = None,
+    engine: Annotated[
+        str | None, typer.Option(help="auto | llama-server | llama-cpp-python.")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="Port (0 = a free port).")] = None,
+    threads: Annotated[int | None, typer.Option(help="CPU threads (default: all cores).")] = None,
+    n_ctx: Annotated[int | None, typer.Option("--n-ctx", help="Context tokens.")] = None,
+    llama_server: Annotated[
+        Path | None, typer.Option("--llama-server", help="Path to a llama-server binary.")
+    ] = None,
+    config: Annotated[Path | None, _CONFIG_OPTION] = None,
+) -> None:
+    """Run the embedded OpenAI-compatible engine on 127.0.0.1 until Ctrl-C or SIGTERM."""
+    settings = load_config(
+        config,
+        overrides={
+            "engine.model": model,
+            "engine.engine": engine,
+            "engine.port": port,
+            "engine.threads": threads,
+            "engine.n_ctx": n_ctx,
+            "engine.llama_server_path": llama_server,
+        },
+    ).engine
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with LocalEngine(settings) as running:
+            _echo(f"base_url: {running.base_url}")
+            _echo(f"engine: {running.engine_name} (pid {running.pid})")
+            _echo(f"engine_pid: {running.pid}")
+            _echo(f"model: {running.model_path} (served as {running.model_alias!r})")
+            _echo(f"log: {running.log_path}")
+            _echo("try:")
+            body = (
+                f'{{"model": "{running.model_alias}", '
+                '"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 32}'
+            )
+            _echo(
+                f"  curl -s {running.base_url}/chat/completions "
+                f"-H 'Content-Type: application/json' -d '{body}'"
+            )
+            _echo("serving; press Ctrl-C to stop")
+            while not stop.wait(0.5):
+                if not running.running:
+                    raise EngineError(
+                        f"{running.engine_name} stopped unexpectedly; log {running.log_path}: "
+                        f"{running.log_tail()}"
+                    )
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    _echo("stopped")
+
+
+def serve_vllm(
+    model: Annotated[str, typer.Option(help="Hugging Face model id or local model folder.")],
+    tensor_parallel: Annotated[int, typer.Option(min=1, help="GPUs per model replica.")] = 1,
+    data_parallel: Annotated[int, typer.Option(min=1, help="Model replicas.")] = 1,
+    max_model_len: Annotated[int | None, typer.Option(min=256, help="Context length.")] = None,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8000,
+    served_name: Annotated[
+        str | None, typer.Option(help="Name clients pass as `model` (default: the model id).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option(help="Print the command instead of running it.")] = False,
+) -> None:
+    """Build the `vllm serve` command (prefix caching, tool-call parser) and run it."""
+    plan = plan_vllm(
+        model,
+        tensor_parallel=tensor_parallel,
+        data_parallel=data_parallel,
+        max_model_len=max_model_len,
+        host=host,
+        port=port,
+        served_name=served_name,
+    )
+    for warning in plan.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    if dry_run:
+        _echo(shlex.join(plan.command))
+        return
+    executable = shutil.which(plan.command[0])
+    if executable is None:
+        raise ConfigError(
+            "vllm is not installed (it needs a GPU machine): pip install 'grse-graph[vllm]'"
+        )
+    _echo(f"$ {shlex.join(plan.command)}")
+    os.execv(executable, plan.command)
+
+
+def register(app: typer.Typer) -> None:
+    """Register `grse serve local` and `grse serve vllm`."""
+    serve = typer.Typer(help="Serve a model over an OpenAI-compatible API.", no_args_is_help=True)
+    serve.command("local")(serve_local)
+    serve.command("vllm")(serve_vllm)
+    app.add_typer(serve, name="serve")

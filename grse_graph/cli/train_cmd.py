@@ -1,0 +1,256 @@
+"""`grse train` (GRSE training, resumable, reviewable) and `grse demo` (the main job)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import tomllib
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from grse_graph.errors import ConfigError
+from grse_graph.llm import LLMConfig, load_config
+from grse_graph.training.config import TrainConfig
+from grse_graph.training.demo import DEMO_ACTOR_MAX_TOKENS, DEMO_SETTINGS, run_demo
+from grse_graph.training.report import library_skills
+from grse_graph.training.run_folder import RunFolder
+from grse_graph.training.runner import TrainResult, run_training
+from grse_graph.training.session import Endpoints, open_endpoints, session_deps
+from grse_graph.training.terminal import LiveProgress, ProgressTracker, TerminalReviewer
+
+
+def _read_train_toml(path: Path) -> dict[str, Any]:
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    table = document.get("train", document)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [train] must be a table")
+    return table
+
+
+def build_train_config(base: dict[str, Any], flags: dict[str, Any], origin: str) -> TrainConfig:
+    """TOML values overridden by the flags that were given (None means not given)."""
+    merged = {**base, **{k: v for k, v in flags.items() if v is not None}}
+    try:
+        return TrainConfig.model_validate(merged)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "config"
+        raise ConfigError(f"{origin}: {where}: {first['msg']}") from None
+
+
+def _llm_config(llm_config: Path | None, model: str | None) -> LLMConfig:
+    return load_config(llm_config, overrides={"engine.model": model})
+
+
+def _tokens(endpoints: Endpoints) -> int:
+    total = endpoints.ledger.report().total
+    return total.prompt_tokens + total.completion_tokens
+
+
+def _default_run_dir(task: str) -> Path:
+    return Path("runs") / f"{task}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def _train(
+    config: TrainConfig,
+    llm: LLMConfig,
+    run: RunFolder,
+    *,
+    resume: bool,
+    console: Console,
+) -> tuple[TrainResult, dict[str, Any]]:
+    reviewer = TerminalReviewer(console) if config.review else None
+    with open_endpoints(llm, engine_log=run.path / "engine.log") as endpoints:
+        tracker = ProgressTracker(
+            config.iterations,
+            tokens=lambda: _tokens(endpoints),
+        )
+        with LiveProgress(tracker, console) as live:
+            deps = session_deps(config, run, endpoints, on_progress=live)
+            result = asyncio.run(run_training(deps, resume=resume, reviewer=reviewer))
+        usage = endpoints.ledger.report().model_dump(mode="json")
+    run.write_usage(usage)
+    return result, usage
+
+
+def print_usage(console: Console, usage: dict[str, Any]) -> None:
+    """Per-role tokens and model time as a table."""
+    table = Table(title="tokens and time per role")
+    for column in ("role", "calls", "prompt", "cached", "completion", "model time (s)"):
+        table.add_column(column, justify="right" if column != "role" else "left")
+    roles = usage.get("roles", {})
+    for name, r in [*sorted(roles.items()), ("total", usage.get("total", {}))]:
+        table.add_row(
+            name,
+            str(r.get("calls", 0)),
+            str(r.get("prompt_tokens", 0)),
+            str(r.get("cached_prompt_tokens", 0)),
+            str(r.get("completion_tokens", 0)),
+            f"{r.get('wall_time_s', 0.0):.1f}",
+        )
+    console.print(table)
+
+
+def print_libraries(console: Console, run: RunFolder, result: TrainResult) -> None:
+    """The final libraries, skill by skill with description and body."""
+    for agent, relative in sorted(result.final_libraries.items()):
+        skills = library_skills(run.path / relative)
+        console.rule(f"{agent}: {len(skills)} skill(s)  [{run.path / relative}]")
+        for skill in skills:
+            console.print(f"[bold]{skill.name}[/]: {skill.description}", highlight=False)
+            console.print(skill.body.strip(), highlight=False, markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Register `grse train` and `grse demo`."""
+
+    @app.command("train")
+    def train(
+        task: Annotated[
+            str | None, typer.Option(help="task name (demo, hotpotqa, locomo, jsonl)")
+        ] = None,
+        data: Annotated[str | None, typer.Option(help="path to the task's data")] = None,
+        method: Annotated[str, typer.Option(help="training method")] = "grse",
+        iterations: Annotated[int | None, typer.Option(help="T (default 5)")] = None,
+        group_size: Annotated[int | None, typer.Option(help="G rollouts per question (4)")] = None,
+        batch_size: Annotated[int | None, typer.Option(help="questions per iteration (24)")] = None,
+        validation_size: Annotated[int | None, typer.Option(help="|V| (all)")] = None,
+        validation_repeats: Annotated[int | None, typer.Option(help="H per question (1)")] = None,
+        library_limit: Annotated[int | None, typer.Option(help="L skills per agent (4)")] = None,
+        delta: Annotated[float | None, typer.Option(help="gate tolerance (0.02)")] = None,
+        concurrency: Annotated[int | None, typer.Option(help="parallel units (4)")] = None,
+        seed: Annotated[int | None, typer.Option(help="base seed (0)")] = None,
+        out: Annotated[
+            Path | None, typer.Option(help="run folder (default runs/<task>-<time>)")
+        ] = None,
+        resume: Annotated[Path | None, typer.Option(help="continue the run in this folder")] = None,
+        review: Annotated[bool, typer.Option("--review", help="review each skill edit")] = False,
+        no_structure: Annotated[bool, typer.Option("--no-structure", help="w/o structure")] = False,
+        dapo_filter: Annotated[
+            bool, typer.Option("--dapo-filter", help="drop equal groups")
+        ] = False,
+        with_labels: Annotated[
+            bool, typer.Option("--with-labels", help="critic sees categories")
+        ] = False,
+        config: Annotated[
+            Path | None, typer.Option(help="training TOML file (its train table)")
+        ] = None,
+        llm_config: Annotated[Path | None, typer.Option(help="model roles TOML")] = None,
+        model: Annotated[
+            str | None, typer.Option(help="embedded model: small|default|PATH")
+        ] = None,
+    ) -> None:
+        """Train skill libraries with GRSE; resumable (--resume RUN) and reviewable (--review)."""
+        console = Console()
+        if method != "grse":
+            raise ConfigError(f"--method {method}: only grse is implemented by grse train")
+        if resume is not None:
+            run = RunFolder(resume)
+            stored = run.read_config()
+            train_config = stored.model_copy(update={"review": review or stored.review})
+        else:
+            base = _read_train_toml(config) if config is not None else {}
+            flags = {
+                "task": task,
+                "data": data,
+                "iterations": iterations,
+                "group_size": group_size,
+                "batch_size": batch_size,
+                "validation_size": validation_size,
+                "validation_repeats": validation_repeats,
+                "library_limit": library_limit,
+                "delta": delta,
+                "concurrency": concurrency,
+                "seed": seed,
+                "review": review or None,
+                "structured": False if no_structure else None,
+                "dapo_filter": dapo_filter or None,
+                "with_labels": with_labels or None,
+            }
+            if "task" not in base and task is None:
+                raise ConfigError("grse train: --task is required (or task in --config)")
+            train_config = build_train_config(base, flags, str(config or "flags"))
+            run = RunFolder(out or _default_run_dir(train_config.task))
+        started = time.perf_counter()
+        result, usage = _train(
+            train_config,
+            _llm_config(llm_config, model),
+            run,
+            resume=resume is not None,
+            console=console,
+        )
+        for gate in result.gates:
+            decisions = (
+                ", ".join(
+                    f"{d.agent} {d.candidate_score:.3f} {'accepted' if d.accepted else 'rejected'}"
+                    for d in gate.decisions
+                )
+                or "no candidate"
+            )
+            console.print(f"iteration {gate.iteration}: base {gate.base_score:.3f}; {decisions}")
+        print_usage(console, usage)
+        console.print(f"report: {run.report_path}")
+        console.print(f"run folder: {run.path}  ({time.perf_counter() - started:.0f} s)")
+
+    @app.command("demo")
+    def demo(
+        model: Annotated[str, typer.Option(help="embedded model: small|default|PATH")] = "default",
+        out: Annotated[Path | None, typer.Option(help="run folder")] = None,
+        iterations: Annotated[int, typer.Option(help="training iterations")] = 1,
+        batch_size: Annotated[int, typer.Option(help="training questions")] = 3,
+        test_limit: Annotated[int | None, typer.Option(help="first N test questions")] = None,
+    ) -> None:
+        """The main job: train GRSE on the demo task with the embedded engine, then compare the
+        empty and the trained libraries on the demo test split (greedy)."""
+        console = Console()
+        started = time.perf_counter()
+        settings = {**DEMO_SETTINGS, "iterations": iterations, "batch_size": batch_size}
+        config = TrainConfig.model_validate(settings)
+        run = RunFolder(out or _default_run_dir("demo"))
+        llm = load_config(
+            overrides={"engine.model": model, "actor.max_tokens": DEMO_ACTOR_MAX_TOKENS}
+        )
+        with open_endpoints(llm, engine_log=run.path / "engine.log") as endpoints:
+            console.print(f"engine: {endpoints.roles.base_url('actor')}  model: {model}")
+            tracker = ProgressTracker(config.iterations, tokens=lambda: _tokens(endpoints))
+            live = LiveProgress(tracker, console)
+            deps = session_deps(config, run, endpoints, on_progress=live)
+            result = asyncio.run(
+                run_demo(config, deps, test_limit=test_limit, console=console, display=live)
+            )
+            usage = endpoints.ledger.report().model_dump(mode="json")
+        run.write_usage(usage)
+        print_libraries(console, run, result.training)
+        table = Table(title="demo test split, greedy decoding")
+        metrics = list(result.empty.overall.metrics)
+        for column in ("library", "questions", "failed", "reward", *metrics):
+            table.add_column(column)
+        for label, summary in (("empty", result.empty), ("trained", result.final)):
+            table.add_row(
+                label,
+                str(summary.questions),
+                str(summary.failed),
+                f"{summary.overall.reward:.3f}",
+                *(f"{summary.overall.metrics.get(m, 0.0):.3f}" for m in metrics),
+            )
+        console.print(table)
+        print_usage(console, usage)
+        console.print(
+            f"training {result.training_s:.0f} s, test {result.test_s:.0f} s, "
+            f"total {time.perf_counter() - started:.0f} s"
+        )
+        console.print(f"run folder: {run.path}  (report: {run.report_path})")
+
+
+__all__ = ["build_train_config", "register"]

@@ -1,0 +1,74 @@
+"""The thing that answers a question during evaluation: the team or a single-model baseline."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
+from grse_graph.tasks.base import Task, TaskQuestion
+from grse_graph.team.rollout import Rollout
+from grse_graph.team.run import run_rollout
+from grse_graph.team.spec import TeamSpec
+
+
+@runtime_checkable
+class QuestionAnswerer(Protocol):
+    """Produces a scored `Rollout` for one question.
+
+    `method` names it in `run.json` and reports ("team", "io", "cot", ...); `describe()` is
+    the rest of its configuration, compared when a run is resumed.
+    """
+
+    @property
+    def method(self) -> str: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    async def answer(self, question: TaskQuestion, *, rollout_id: str) -> Rollout: ...
+
+
+class TeamAnswerer:
+    """Answers with one execution of an agent team."""
+
+    method = "team"
+
+    def __init__(
+        self,
+        spec: TeamSpec,
+        task: Task,
+        provider: ChatModelProvider,
+        sampling: SamplingSettings,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.task = task
+        self.provider = provider
+        self.sampling = sampling
+        self.metadata = dict(metadata or {})
+
+    def describe(self) -> dict[str, Any]:
+        """Agents with their skill mode and library contents, and the sampling settings."""
+        return {
+            "topology": self.spec.topology,
+            "agents": [
+                {
+                    "name": agent.name,
+                    "skill_mode": agent.skill_mode,
+                    "skills": sorted(skill.name for skill in agent.library.skills),
+                }
+                for agent in self.spec.agents
+            ],
+            "sampling": self.sampling.model_dump(),
+        }
+
+    async def answer(self, question: TaskQuestion, *, rollout_id: str) -> Rollout:
+        """One team rollout, scored by the task."""
+        return await run_rollout(
+            self.spec,
+            self.task,
+            question,
+            self.provider,
+            sampling=self.sampling,
+            rollout_id=rollout_id,
+            metadata={**self.metadata, "method": self.method},
+        )

@@ -1,0 +1,71 @@
+"""Values an evaluation run writes: per-question predictions, the run config and the summary."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from grse_graph.team.rollout import Rollout
+
+AnswerStateName = Literal["declined", "correct", "wrong"]
+
+
+class PredictionRecord(BaseModel):
+    """One finished question: one line of `predictions.jsonl`.
+
+    A failed question has `failed=True`, the error text, an empty prediction and no metrics; it
+    counts as 0 in every average.
+    """
+
+    id: str
+    question: str
+    answer: str
+    prediction: str = ""
+    category: str | None = None
+    metrics: dict[str, float] = Field(default_factory=dict)
+    reward: float = 0.0
+    state: AnswerStateName | None = None
+    failed: bool = False
+    error: str | None = None
+    latency_s: float = 0.0
+    rollout: Rollout | None = None
+
+
+class RunConfig(BaseModel):
+    """`run.json`: what the folder holds results of. A resume must ask for the same run."""
+
+    task: str
+    split: str
+    method: str
+    method_config: dict[str, Any] = Field(default_factory=dict)
+    data: str | None = None
+    # Which model answered (e.g. "embedded:default" or "http://host/v1 qwen2.5-7b"); a resume
+    # with another model would mix results.
+    model: str | None = None
+
+
+class GroupSummary(BaseModel):
+    """Averages over a set of finished questions (failed ones count as 0)."""
+
+    count: int
+    failed: int
+    reward: float
+    metrics: dict[str, float]
+    # Shares of finished questions in each answer state, plus "failed".
+    states: dict[str, float]
+
+
+class EvalSummary(BaseModel):
+    """`summary.json`: overall and per-category results of an evaluation folder."""
+
+    task: str
+    split: str
+    method: str
+    questions: int
+    finished: int
+    failed: int
+    overall: GroupSummary
+    per_category: dict[str, GroupSummary] = Field(default_factory=dict)
+    elapsed_s: float = 0.0
+    out_dir: str = ""

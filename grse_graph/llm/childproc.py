@@ -1,0 +1,96 @@
+"""Preparation of the engine's child process (runs between fork and exec; Linux only).
+
+Two kernel settings are applied:
+
+- ``prctl(PR_SET_PDEATHSIG, SIGKILL)``: the engine is killed when its parent dies, even by
+  SIGKILL, so no orphan server keeps the port and the memory. The kernel sends the signal when
+  the *thread* that forked the child exits, so start the engine from a long-lived thread.
+- optionally a seccomp filter that makes ``arch_prctl(ARCH_REQ_XCOMP_PERM)`` fail with EPERM.
+  ggml asks for the AMX tile permission with that call and uses AMX kernels when it is
+  granted. Some virtual machines advertise AMX and grant the permission but fault on the first
+  tile instruction (SIGILL in ``ggml_backend_amx_mul_mat``, measured on this project's
+  machines with a natively built llama-cpp-python). Refusing the permission makes ggml fall
+  back to its AVX-512/AVX2 kernels; nothing else is affected.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import signal
+import sys
+from collections.abc import Callable
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_NR_ARCH_PRCTL = 158
+_ARCH_REQ_XCOMP_PERM = 0x1023
+_EPERM = 1
+_SECCOMP_RET_ERRNO = 0x00050000
+_SECCOMP_RET_ALLOW = 0x7FFF0000
+_LD_W_ABS = 0x20
+_JEQ_K = 0x15
+_RET_K = 0x06
+
+# Exit codes of the child when a setting cannot be applied (visible in the engine error).
+EXIT_PARENT_GONE = 70
+EXIT_SECCOMP_FAILED = 71
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_ushort),
+        ("jt", ctypes.c_ubyte),
+        ("jf", ctypes.c_ubyte),
+        ("k", ctypes.c_uint32),
+    ]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _amx_refusal_program() -> list[tuple[int, int, int, int]]:
+    """BPF: on x86-64, arch_prctl(ARCH_REQ_XCOMP_PERM, ...) -> EPERM; everything else allowed."""
+    return [
+        (_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
+        (_JEQ_K, 0, 5, _AUDIT_ARCH_X86_64),
+        (_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
+        (_JEQ_K, 0, 3, _NR_ARCH_PRCTL),
+        (_LD_W_ABS, 0, 0, 16),  # low 32 bits of args[0]
+        (_JEQ_K, 0, 1, _ARCH_REQ_XCOMP_PERM),
+        (_RET_K, 0, 0, _SECCOMP_RET_ERRNO | _EPERM),
+        (_RET_K, 0, 0, _SECCOMP_RET_ALLOW),
+    ]
+
+
+def amx_guard_supported() -> bool:
+    """True where the AMX refusal filter can be installed (Linux on x86-64)."""
+    return sys.platform.startswith("linux") and platform.machine() in {"x86_64", "AMD64"}
+
+
+def child_preparation(parent_pid: int, *, refuse_amx: bool) -> Callable[[], None]:
+    """A ``preexec_fn`` applying PR_SET_PDEATHSIG and, if asked, the AMX refusal filter."""
+    program = _amx_refusal_program()
+
+    def prepare() -> None:
+        if not sys.platform.startswith("linux"):
+            return
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        # The parent may have died between fork and prctl; then no signal would ever come.
+        if os.getppid() != parent_pid:
+            os._exit(EXIT_PARENT_GONE)
+        if refuse_amx and amx_guard_supported():
+            filters = (_SockFilter * len(program))(*(_SockFilter(*row) for row in program))
+            fprog = _SockFprog(len(program), filters)
+            if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+                os._exit(EXIT_SECCOMP_FAILED)
+            if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+                os._exit(EXIT_SECCOMP_FAILED)
+
+    return prepare

@@ -1,0 +1,220 @@
+"""Configuration of the model roles and of the embedded engine.
+
+Values come from four layers, highest first: explicit overrides (CLI flags), environment
+variables (prefix ``GRSE_``), a TOML file, and the defaults below, which point every role at the
+embedded local engine. `load_config` merges the layers and reports the first bad value as a
+one-line `ConfigError` naming the key and where it came from.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from grse_graph.errors import ConfigError
+from grse_graph.llm.provider import ROLES, RoleName
+
+ENGINE_MODEL_ALIAS = "grse-local"
+"""The name the embedded engine serves its model under (any name is accepted by both engines)."""
+
+EngineName = Literal["auto", "llama-server", "llama-cpp-python"]
+
+_EMBEDDED_MARKERS = frozenset({"", "embedded", "local"})
+
+
+class RoleSettings(BaseModel):
+    """Endpoint and default decoding settings of one role.
+
+    ``base_url`` None means the embedded local engine. ``top_k`` is not an OpenAI parameter and
+    is sent in ``extra_body`` (vLLM and llama.cpp both read it there). ``ChatOpenAI`` sends the
+    cap as ``max_completion_tokens``, which llama-cpp-python's server ignores, so by default it
+    is also sent as ``max_tokens`` (``legacy_max_tokens``); switch that off for an API that
+    rejects both fields.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str | None = None
+    model: str = ENGINE_MODEL_ALIAS
+    api_key_env: str | None = None
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    top_k: int | None = Field(default=None, ge=1)
+    max_tokens: int = Field(default=4096, ge=1)
+    timeout_s: float = Field(default=600.0, gt=0.0)
+    max_retries: int = Field(default=2, ge=0)
+    concurrency: int = Field(default=4, ge=1)
+    legacy_max_tokens: bool = True
+
+    @property
+    def embedded(self) -> bool:
+        """True when this role talks to the embedded engine."""
+        return self.base_url is None
+
+
+def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$GRSE_CACHE_DIR`` if set, else ``~/.cache/grse-graph``."""
+    source = os.environ if env is None else env
+    configured = source.get("GRSE_CACHE_DIR")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "grse-graph"
+
+
+class EngineSettings(BaseModel):
+    """How to run the embedded engine.
+
+    ``model`` is ``default`` (Qwen2.5-Coder-0.5B), ``small`` (SmolLM2-135M), ``medium``
+    (Qwen2.5-Coder-1.5B) or a path to a ``.gguf`` file. ``port`` 0 picks a free loopback port.
+    ``n_ctx`` is the context per request (per slot on llama-server). ``threads`` None means one
+    per CPU core. ``allow_amx`` False keeps ggml off Intel AMX kernels (some virtual machines
+    advertise AMX but fault on it; see `grse_graph.llm.childproc`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = "default"
+    engine: EngineName = "auto"
+    llama_server_path: Path | None = None
+    n_ctx: int = Field(default=8192, ge=256)
+    threads: int | None = Field(default=None, ge=1)
+    n_parallel: int = Field(default=4, ge=1)
+    host: str = "127.0.0.1"
+    port: int = Field(default=0, ge=0, le=65535)
+    cache_dir: Path = Field(default_factory=default_cache_dir)
+    chat_format: str = "chatml-function-calling"
+    startup_timeout_s: float = Field(default=180.0, gt=0.0)
+    allow_amx: bool = False
+
+    def resolved_threads(self) -> int:
+        """The thread count to start the engine with."""
+        return self.threads or os.cpu_count() or 1
+
+
+class LLMConfig(BaseModel):
+    """The three roles and the embedded engine. Defaults: everything on the embedded engine,
+    with the paper's generation caps (actor 4,096, critic 4,000, optimizer 1,200 tokens)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    actor: RoleSettings = Field(default_factory=lambda: RoleSettings(max_tokens=4096))
+    critic: RoleSettings = Field(default_factory=lambda: RoleSettings(max_tokens=4000))
+    optimizer: RoleSettings = Field(default_factory=lambda: RoleSettings(max_tokens=1200))
+    engine: EngineSettings = Field(default_factory=EngineSettings)
+
+    def role(self, role: RoleName) -> RoleSettings:
+        """Settings of one role."""
+        settings: RoleSettings = getattr(self, role)
+        return settings
+
+    def uses_embedded_engine(self) -> bool:
+        """True when at least one role needs the embedded engine."""
+        return any(self.role(role).embedded for role in ROLES)
+
+
+_SECTIONS: dict[str, type[BaseModel]] = {
+    **{role: RoleSettings for role in ROLES},
+    "engine": EngineSettings,
+}
+_DEFAULT_MAX_TOKENS: dict[str, int] = {"actor": 4096, "critic": 4000, "optimizer": 1200}
+
+
+def _env_name(section: str, field: str) -> str:
+    return f"GRSE_{section.upper()}_{field.upper()}"
+
+
+def _normalise(section: str, field: str, value: object) -> object:
+    if section in ROLES and field in {"base_url", "api_key_env"} and isinstance(value, str):
+        return None if value.strip().lower() in _EMBEDDED_MARKERS else value
+    return value
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise ConfigError(f"{path}: config file not found") from error
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text") from error
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from error
+
+
+def load_config(
+    toml_path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, object] | None = None,
+) -> LLMConfig:
+    """Merge defaults < TOML < environment < overrides into an `LLMConfig`.
+
+    TOML has one table per section (``[actor]``, ``[critic]``, ``[optimizer]``, ``[engine]``).
+    Environment variables are ``GRSE_<SECTION>_<FIELD>`` (``GRSE_ACTOR_BASE_URL``,
+    ``GRSE_ENGINE_THREADS``) plus ``GRSE_CACHE_DIR``; ``env`` None reads ``os.environ``.
+    Overrides use dotted keys (``"actor.model"``, ``"engine.port"``); None values are ignored
+    so unset CLI flags can be passed through. A role ``base_url`` of ``""``, ``"embedded"`` or
+    ``"local"`` means the embedded engine.
+    """
+    environment = os.environ if env is None else env
+    merged: dict[str, dict[str, object]] = {section: {} for section in _SECTIONS}
+    sources: dict[tuple[str, str], str] = {}
+    merged["engine"]["cache_dir"] = default_cache_dir(environment)
+    sources[("engine", "cache_dir")] = "GRSE_CACHE_DIR or default"
+    for role, cap in _DEFAULT_MAX_TOKENS.items():
+        merged[role]["max_tokens"] = cap
+        sources[(role, "max_tokens")] = "default"
+
+    if toml_path is not None:
+        document = _read_toml(toml_path)
+        for section, table in document.items():
+            if section not in _SECTIONS:
+                raise ConfigError(f"{toml_path}: unknown section [{section}]")
+            if not isinstance(table, dict):
+                raise ConfigError(f"{toml_path}: [{section}] must be a table")
+            for field, value in table.items():
+                _set(merged, sources, section, field, value, f"{toml_path} [{section}]")
+
+    for section, schema in _SECTIONS.items():
+        for field in schema.model_fields:
+            name = _env_name(section, field)
+            if name in environment:
+                _set(merged, sources, section, field, environment[name], f"env {name}")
+
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        section, _, field = key.partition(".")
+        if not field:
+            raise ConfigError(f"override {key!r}: expected 'section.field'")
+        _set(merged, sources, section, field, value, f"override {key}")
+
+    try:
+        return LLMConfig.model_validate(merged)
+    except ValidationError as error:
+        first = error.errors()[0]
+        location = ".".join(str(part) for part in first["loc"])
+        section, _, rest = location.partition(".")
+        field = rest.split(".")[0]
+        origin = sources.get((section, field), "default")
+        raise ConfigError(
+            f"config {location}: {first['msg']} (got {first.get('input')!r} from {origin})"
+        ) from error
+
+
+def _set(
+    merged: dict[str, dict[str, object]],
+    sources: dict[tuple[str, str], str],
+    section: str,
+    field: str,
+    value: object,
+    origin: str,
+) -> None:
+    schema = _SECTIONS.get(section)
+    if schema is None:
+        raise ConfigError(f"{origin}: unknown section {section!r}")
+    if field not in schema.model_fields:
+        raise ConfigError(f"{origin}: unknown key {section}.{field}")
+    merged[section][field] = _normalise(section, field, value)
+    sources[(section, field)] = origin

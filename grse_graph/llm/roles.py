@@ -1,0 +1,193 @@
+"""The one client path: a `ChatOpenAI` per role with accounting attached."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import httpx
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
+
+from grse_graph.errors import ConfigError
+from grse_graph.llm.accounting import UsageLedger
+from grse_graph.llm.config import LLMConfig, RoleSettings
+from grse_graph.llm.provider import ROLES, RoleName, SamplingSettings
+
+EMBEDDED_API_KEY = "sk-grse-local"
+"""Placeholder key for the embedded engine (it does not check keys, the client needs one)."""
+
+UNAUTHENTICATED_API_KEY = "EMPTY"
+"""Key sent to a remote endpoint configured without ``api_key_env`` (vLLM without ``--api-key``)."""
+
+
+class RoleChatOpenAI(ChatOpenAI):
+    """`ChatOpenAI` that sends ``tool_choice="auto"`` when tools are bound without a choice.
+
+    OpenAI and vLLM treat a missing ``tool_choice`` with tools as ``auto``; llama-cpp-python's
+    server treats it as ``none`` and does not even show the tools to the model.
+    """
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: dict[str, Any] | str | bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Bind tools; an unset ``tool_choice`` becomes ``"auto"``."""
+        if tool_choice is None and tools:
+            tool_choice = "auto"
+        return super().bind_tools(tools, tool_choice=tool_choice, **kwargs)
+
+
+class ModelRoles:
+    """`ChatModelProvider` backed by OpenAI-compatible endpoints (vLLM, llama.cpp, hosted APIs).
+
+    Roles whose ``base_url`` is None use ``engine_url`` (the running `LocalEngine`'s base URL).
+    Every model shares the role's httpx clients, whose event hooks and the model's callback
+    feed the `UsageLedger`. ``env`` (default ``os.environ``) is where API keys are read;
+    ``transport`` / ``async_transport`` replace the network layer (tests use httpx mocks).
+    Close the instance (or use it as a context manager) to release the HTTP connections.
+    """
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        ledger: UsageLedger,
+        *,
+        engine_url: str | None = None,
+        env: Mapping[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+        async_transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.config = config
+        self.ledger = ledger
+        self.engine_url = engine_url
+        self._env = os.environ if env is None else env
+        self._transport = transport
+        self._async_transport = async_transport
+        self._clients: dict[RoleName, tuple[httpx.Client, httpx.AsyncClient]] = {}
+
+    def settings(self, role: RoleName) -> RoleSettings:
+        """The configured settings of a role."""
+        if role not in ROLES:
+            raise ConfigError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+        return self.config.role(role)
+
+    def concurrency(self, role: RoleName) -> int:
+        """How many calls of this role may run at once."""
+        return self.settings(role).concurrency
+
+    def base_url(self, role: RoleName) -> str:
+        """The endpoint this role talks to."""
+        settings = self.settings(role)
+        if settings.base_url is not None:
+            return settings.base_url
+        if self.engine_url is None:
+            raise ConfigError(
+                f"role {role} uses the embedded engine but none is running "
+                f"(start LocalEngine and pass engine_url, or set GRSE_{role.upper()}_BASE_URL)"
+            )
+        return self.engine_url
+
+    def api_key(self, role: RoleName) -> str:
+        """The API key for this role: from its named variable, or a placeholder."""
+        settings = self.settings(role)
+        if settings.embedded:
+            return EMBEDDED_API_KEY
+        if settings.api_key_env is None:
+            return UNAUTHENTICATED_API_KEY
+        value = self._env.get(settings.api_key_env)
+        if not value:
+            raise ConfigError(
+                f"role {role}: environment variable {settings.api_key_env} (api_key_env) is not set"
+            )
+        return value
+
+    def chat(
+        self,
+        role: RoleName,
+        *,
+        sampling: SamplingSettings | None = None,
+        max_tokens: int | None = None,
+    ) -> ChatOpenAI:
+        """A `ChatOpenAI` for the role; ``sampling`` and ``max_tokens`` override the role's
+        defaults for this model only."""
+        settings = self.settings(role)
+        base_url = self.base_url(role)
+        api_key = self.api_key(role)
+        chosen = sampling or SamplingSettings(
+            temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k
+        )
+        cap = max_tokens or settings.max_tokens
+        extra_body: dict[str, Any] = {}
+        if settings.legacy_max_tokens:
+            extra_body["max_tokens"] = cap
+        if chosen.top_k is not None:
+            extra_body["top_k"] = chosen.top_k
+        sync_client, async_client = self._http_clients(role)
+        return RoleChatOpenAI(
+            model=settings.model,
+            base_url=base_url,
+            api_key=SecretStr(api_key),
+            temperature=chosen.temperature,
+            top_p=chosen.top_p,
+            seed=chosen.seed,
+            max_tokens=cap,  # type: ignore[call-arg]
+            timeout=settings.timeout_s,
+            max_retries=settings.max_retries,
+            extra_body=extra_body or None,
+            callbacks=[self.ledger.callback(role)],
+            http_client=sync_client,
+            http_async_client=async_client,
+            metadata={"grse_role": role},
+            tags=[f"grse:{role}"],
+        )
+
+    def _http_clients(self, role: RoleName) -> tuple[httpx.Client, httpx.AsyncClient]:
+        clients = self._clients.get(role)
+        if clients is None:
+            settings = self.settings(role)
+            limits = httpx.Limits(max_connections=max(8, 2 * settings.concurrency))
+            timeout = httpx.Timeout(settings.timeout_s)
+            clients = (
+                httpx.Client(
+                    event_hooks=self.ledger.event_hooks(role),
+                    limits=limits,
+                    timeout=timeout,
+                    transport=self._transport,
+                ),
+                httpx.AsyncClient(
+                    event_hooks=self.ledger.async_event_hooks(role),
+                    limits=limits,
+                    timeout=timeout,
+                    transport=self._async_transport,
+                ),
+            )
+            self._clients[role] = clients
+        return clients
+
+    def close(self) -> None:
+        """Close the sync HTTP clients (async clients are closed by garbage collection when no
+        event loop is available)."""
+        for sync_client, _ in self._clients.values():
+            sync_client.close()
+        self._clients.clear()
+
+    def __enter__(self) -> ModelRoles:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,98 @@
+"""The ``vllm serve`` command for GPU machines.
+
+Prefix caching is always switched on (group rollouts share long prompt prefixes). Automatic
+tool choice needs a tool-call parser that matches the model's chat template, chosen here from
+the model name; for an unknown family the command has no automatic tool choice (structured
+output through a named function call still works) and a warning says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_PARSERS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"qwen|qwq|hermes"), "hermes"),
+    (re.compile(r"llama[-_ .]?3"), "llama3_json"),
+    (re.compile(r"mistral|mixtral|ministral"), "mistral"),
+)
+
+
+def tool_call_parser(model: str) -> str | None:
+    """vLLM ``--tool-call-parser`` for the model family, or None when unknown.
+
+    Qwen2.5/Qwen3 -> hermes, Llama 3.x -> llama3_json, Mistral/Mixtral -> mistral.
+    """
+    name = model.lower()
+    for pattern, parser in _PARSERS:
+        if pattern.search(name):
+            return parser
+    return None
+
+
+@dataclass(frozen=True)
+class VllmPlan:
+    """The command to run and warnings to show before running it."""
+
+    command: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+
+def plan_vllm(
+    model: str,
+    *,
+    tensor_parallel: int = 1,
+    data_parallel: int = 1,
+    max_model_len: int | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    served_name: str | None = None,
+    executable: str = "vllm",
+) -> VllmPlan:
+    """Build the ``vllm serve`` command plus warnings (unknown tool-call parser)."""
+    if tensor_parallel < 1 or data_parallel < 1:
+        raise ValueError("tensor_parallel and data_parallel must be >= 1")
+    command = [
+        executable, "serve", model,
+        "--host", host,
+        "--port", str(port),
+        "--tensor-parallel-size", str(tensor_parallel),
+        "--data-parallel-size", str(data_parallel),
+        "--enable-prefix-caching",
+    ]  # fmt: skip
+    if served_name is not None:
+        command += ["--served-model-name", served_name]
+    if max_model_len is not None:
+        command += ["--max-model-len", str(max_model_len)]
+    warnings: list[str] = []
+    parser = tool_call_parser(model)
+    if parser is None:
+        warnings.append(
+            f"unknown model family for {model!r}: no --enable-auto-tool-choice "
+            "(free tool calls will not work; structured output still does)"
+        )
+    else:
+        command += ["--enable-auto-tool-choice", "--tool-call-parser", parser]
+    return VllmPlan(command=command, warnings=warnings)
+
+
+def build_vllm_command(
+    model: str,
+    *,
+    tensor_parallel: int = 1,
+    data_parallel: int = 1,
+    max_model_len: int | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    served_name: str | None = None,
+) -> list[str]:
+    """The ``vllm serve`` argument list (see `plan_vllm` for the warnings)."""
+    return plan_vllm(
+        model,
+        tensor_parallel=tensor_parallel,
+        data_parallel=data_parallel,
+        max_model_len=max_model_len,
+        host=host,
+        port=port,
+        served_name=served_name,
+    ).command

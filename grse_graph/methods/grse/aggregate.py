@@ -1,0 +1,389 @@
+"""Aggregation across questions: edit directions per (agent, skill) and induction patterns.
+
+- Every usable credit (its skill still in the agent's library) is grouped by (agent, skill). A
+  single credit maps to a direction without a model call (`direction_from_credit`); several are
+  merged by one optimizer call, with the utility fixed to their mean (a number the model should
+  not have to compute).
+- Induction patterns (agent, failure_type, skill_id, action) come from accepted or repaired
+  diagnoses; support counts DISTINCT questions; patterns are ordered by support.
+- Agent feedback (not tied to a skill) is gathered per agent as induction evidence.
+- `w/o structure` results carry only free-text feedback; it becomes a refine direction for each
+  of that agent's skills and agent evidence for induction, so the operators still have input.
+- `w/ label`: when the critiques carry question categories, evidence is grouped by category.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, ConfigDict, Field
+
+from grse_graph.errors import StructuredOutputError
+from grse_graph.llm.provider import ChatModelProvider
+from grse_graph.llm.structured import astructured_call
+from grse_graph.methods.grse import prompts
+from grse_graph.methods.grse.schema import (
+    Action,
+    AgentEvidence,
+    AggregationResult,
+    CritiqueResult,
+    DiagnosisCounts,
+    DirectionVerdict,
+    EditDirection,
+    FailureType,
+    InductionPattern,
+    MergedDirection,
+    PatternExample,
+    SkillCredit,
+)
+from grse_graph.skills import SkillLibrary
+
+DEFAULT_AGGREGATE_MAX_TOKENS = 1200
+_NO_CATEGORY = "uncategorised"
+
+
+class AggregationSettings(BaseModel):
+    """Knobs of the aggregation. `low_utility_threshold`: a credit at or below it with no
+    suggested refinement marks its skill low_utility (a prune candidate)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    low_utility_threshold: float = Field(default=-0.5, ge=-1.0, le=1.0)
+    max_examples: int = Field(default=3, ge=1)
+    free_text_chars: int = Field(default=2000, ge=100)
+
+
+class _Credit(BaseModel):
+    question_id: str
+    category: str | None
+    credit: SkillCredit
+
+
+def direction_verdict(credit: SkillCredit, low_utility_threshold: float) -> DirectionVerdict:
+    """The verdict one credit implies: redundant; refine when it suggests a change; low_utility
+    when harmful (or at/below the threshold) with nothing to fix; keep otherwise."""
+    if credit.verdict == "redundant":
+        return "redundant"
+    if credit.suggested_refinement.strip():
+        return "refine"
+    if credit.verdict == "harmful" or credit.utility <= low_utility_threshold:
+        return "low_utility"
+    return "keep"
+
+
+_VERDICT_PRIORITY: tuple[DirectionVerdict, ...] = ("refine", "redundant", "low_utility", "keep")
+
+
+def rule_based_merge(
+    credits: Sequence[SkillCredit], low_utility_threshold: float
+) -> MergedDirection:
+    """Merge credits without a model: evidence and suggestions joined, the most frequent
+    per-credit verdict (ties: refine, redundant, low_utility, keep)."""
+    verdicts = [direction_verdict(c, low_utility_threshold) for c in credits]
+    verdict = max(_VERDICT_PRIORITY, key=lambda v: (verdicts.count(v), -_VERDICT_PRIORITY.index(v)))
+    return MergedDirection(
+        summary=" | ".join(_unique([c.evidence for c in credits if c.evidence.strip()])),
+        suggested_edit=" | ".join(
+            _unique([c.suggested_refinement for c in credits if c.suggested_refinement.strip()])
+        ),
+        verdict=verdict,
+    )
+
+
+def _unique(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _by_category(pairs: Sequence[tuple[str | None, str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for category, text in pairs:
+        if text.strip():
+            out.setdefault(category or _NO_CATEGORY, []).append(text)
+    return out
+
+
+def direction_from_credit(
+    item: _Credit, *, low_utility_threshold: float, with_labels: bool
+) -> EditDirection:
+    """A single credit's direction: its own evidence, suggestion and utility."""
+    c = item.credit
+    return EditDirection(
+        agent=c.agent,
+        skill_id=c.skill_id,
+        summary=c.evidence or f"{c.verdict} on question {item.question_id}",
+        suggested_edit=c.suggested_refinement,
+        utility=c.utility,
+        verdict=direction_verdict(c, low_utility_threshold),
+        n_credits=1,
+        question_ids=[item.question_id],
+        redundant_with=[n for n in c.redundant_with if n != c.skill_id],
+        conflicts_with=[n for n in c.conflicts_with if n != c.skill_id],
+        evidence_by_category=_by_category([(item.category, c.evidence)]) if with_labels else {},
+    )
+
+
+def _render_credits(items: Sequence[_Credit], with_labels: bool) -> str:
+    def line(item: _Credit) -> str:
+        c = item.credit
+        text = f"- [{item.question_id}] {c.verdict} u={c.utility:+.2f}: {c.evidence}"
+        if c.suggested_refinement:
+            text += f" | suggest: {c.suggested_refinement}"
+        return text
+
+    if not with_labels:
+        return "\n".join(line(i) for i in items)
+    groups: dict[str, list[_Credit]] = {}
+    for item in items:
+        groups.setdefault(item.category or _NO_CATEGORY, []).append(item)
+    return "\n".join(
+        f"Category {cat}:\n" + "\n".join(line(i) for i in group) for cat, group in groups.items()
+    )
+
+
+async def _merge(
+    items: Sequence[_Credit],
+    library: SkillLibrary,
+    provider: ChatModelProvider,
+    *,
+    max_tokens: int,
+    with_labels: bool,
+    low_utility_threshold: float,
+) -> EditDirection:
+    first = items[0].credit
+    utility = sum(i.credit.utility for i in items) / len(items)
+    skill = library.get(first.skill_id)
+    messages: list[BaseMessage] = [
+        SystemMessage(prompts.MERGE_SYSTEM),
+        HumanMessage(
+            prompts.MERGE_USER.format(
+                agent=first.agent,
+                skill_id=first.skill_id,
+                utility=utility,
+                n=len(items),
+                body=skill.body.strip(),
+                credits=_render_credits(items, with_labels),
+            )
+        ),
+    ]
+    model = provider.chat("optimizer", max_tokens=max_tokens)
+    error: str | None = None
+    try:
+        merged = await astructured_call(model, MergedDirection, messages)
+    except StructuredOutputError as exc:
+        # Recorded on the direction (merge_error), not hidden: the rule-based merge keeps the
+        # credits' own words so the iteration can go on.
+        error = str(exc)
+        merged = rule_based_merge([i.credit for i in items], low_utility_threshold)
+    return EditDirection(
+        agent=first.agent,
+        skill_id=first.skill_id,
+        summary=merged.summary,
+        suggested_edit=merged.suggested_edit,
+        utility=max(-1.0, min(1.0, utility)),
+        verdict=merged.verdict,
+        n_credits=len(items),
+        question_ids=_unique([i.question_id for i in items]),
+        redundant_with=_unique(
+            [n for i in items for n in i.credit.redundant_with if n != first.skill_id]
+        ),
+        conflicts_with=_unique(
+            [n for i in items for n in i.credit.conflicts_with if n != first.skill_id]
+        ),
+        evidence_by_category=(
+            _by_category([(i.category, i.credit.evidence) for i in items]) if with_labels else {}
+        ),
+        merged_by_model=error is None,
+        merge_error=error,
+    )
+
+
+def induction_patterns(
+    results: Sequence[CritiqueResult], *, max_examples: int = 3, with_labels: bool = False
+) -> list[InductionPattern]:
+    """Patterns of accepted/repaired diagnoses, support = distinct questions, by support desc."""
+    Key = tuple[str, FailureType, str | None, Action]
+    questions: dict[Key, list[str]] = {}
+    examples: dict[Key, list[PatternExample]] = {}
+    for result in results:
+        for checked in result.diagnoses:
+            if not checked.usable:
+                continue
+            d = checked.diagnosis
+            key: Key = (d.agent, d.failure_type, d.skill_id, d.action)
+            questions.setdefault(key, [])
+            examples.setdefault(key, [])
+            if result.question_id not in questions[key]:
+                questions[key].append(result.question_id)
+            examples[key].append(
+                PatternExample(
+                    question_id=result.question_id,
+                    category=result.category,
+                    diagnosis=d,
+                    is_hypothesis=checked.is_hypothesis,
+                )
+            )
+    patterns: list[InductionPattern] = []
+    for key, qids in questions.items():
+        agent, failure_type, skill_id, action = key
+        # One example per distinct question first, so the evidence is as varied as possible.
+        chosen: list[PatternExample] = []
+        seen: set[str] = set()
+        for ex in examples[key]:
+            if ex.question_id not in seen:
+                chosen.append(ex)
+                seen.add(ex.question_id)
+        chosen += [ex for ex in examples[key] if ex not in chosen]
+        patterns.append(
+            InductionPattern(
+                agent=agent,
+                failure_type=failure_type,
+                skill_id=skill_id,
+                action=action,
+                support=len(qids),
+                question_ids=qids,
+                examples=chosen[:max_examples],
+                evidence_by_category=(
+                    _by_category(
+                        [
+                            (ex.category, ex.diagnosis.explanation or ex.diagnosis.correction)
+                            for ex in examples[key]
+                        ]
+                    )
+                    if with_labels
+                    else {}
+                ),
+            )
+        )
+    patterns.sort(key=lambda p: (-p.support, p.agent, p.failure_type, p.skill_id or "", p.action))
+    return patterns
+
+
+def agent_evidence(
+    results: Sequence[CritiqueResult], agents: Sequence[str], *, with_labels: bool = False
+) -> list[AgentEvidence]:
+    """Agent-level feedback per agent across questions (agents in team order)."""
+    out: list[AgentEvidence] = []
+    for agent in agents:
+        items: list[str] = []
+        missing: list[str] = []
+        qids: list[str] = []
+        pairs: list[tuple[str | None, str]] = []
+        for result in results:
+            for fb in result.agent_feedback:
+                if fb.agent != agent or not (fb.feedback.strip() or fb.missing_capability.strip()):
+                    continue
+                items.append(fb.feedback)
+                if fb.missing_capability.strip():
+                    missing.append(fb.missing_capability)
+                if result.question_id not in qids:
+                    qids.append(result.question_id)
+                pairs.append((result.category, fb.feedback))
+        if items:
+            out.append(
+                AgentEvidence(
+                    agent=agent,
+                    items=items,
+                    missing_capabilities=_unique(missing),
+                    question_ids=qids,
+                    evidence_by_category=_by_category(pairs) if with_labels else {},
+                )
+            )
+    return out
+
+
+def _free_text_directions(
+    evidence: Sequence[AgentEvidence],
+    libraries: Mapping[str, SkillLibrary],
+    max_chars: int,
+) -> list[EditDirection]:
+    out: list[EditDirection] = []
+    for ev in evidence:
+        library = libraries.get(ev.agent)
+        if library is None:
+            continue
+        text = "\n".join(ev.items)[:max_chars]
+        for name in library.names():
+            out.append(
+                EditDirection(
+                    agent=ev.agent,
+                    skill_id=name,
+                    summary=text,
+                    suggested_edit=text,
+                    utility=0.0,
+                    verdict="refine",
+                    n_credits=0,
+                    question_ids=ev.question_ids,
+                )
+            )
+    return out
+
+
+async def aggregate(
+    results: Sequence[CritiqueResult],
+    libraries: Mapping[str, SkillLibrary],
+    provider: ChatModelProvider,
+    *,
+    max_tokens: int = DEFAULT_AGGREGATE_MAX_TOKENS,
+    settings: AggregationSettings | None = None,
+) -> AggregationResult:
+    """Turn one iteration's critiques into edit directions, patterns and agent evidence."""
+    settings = settings or AggregationSettings()
+    with_labels = any(r.category is not None for r in results)
+    structured = all(r.structured for r in results)
+
+    groups: dict[tuple[str, str], list[_Credit]] = {}
+    for result in results:
+        for credit in result.credits:
+            library = libraries.get(credit.agent)
+            if library is None or credit.skill_id not in library.names():
+                continue
+            groups.setdefault((credit.agent, credit.skill_id), []).append(
+                _Credit(question_id=result.question_id, category=result.category, credit=credit)
+            )
+
+    directions: list[EditDirection] = []
+    calls = 0
+    for (agent, _), items in groups.items():
+        if len(items) == 1:
+            directions.append(
+                direction_from_credit(
+                    items[0],
+                    low_utility_threshold=settings.low_utility_threshold,
+                    with_labels=with_labels,
+                )
+            )
+        else:
+            calls += 1
+            directions.append(
+                await _merge(
+                    items,
+                    libraries[agent],
+                    provider,
+                    max_tokens=max_tokens,
+                    with_labels=with_labels,
+                    low_utility_threshold=settings.low_utility_threshold,
+                )
+            )
+
+    evidence = agent_evidence(results, list(libraries), with_labels=with_labels)
+    unstructured = [r for r in results if not r.structured]
+    if unstructured:
+        free = agent_evidence(unstructured, list(libraries), with_labels=with_labels)
+        directions += _free_text_directions(free, libraries, settings.free_text_chars)
+
+    counts = DiagnosisCounts()
+    for r in results:
+        counts = counts + r.counts
+    return AggregationResult(
+        directions=directions,
+        patterns=induction_patterns(
+            results, max_examples=settings.max_examples, with_labels=with_labels
+        ),
+        agent_evidence=evidence,
+        counts=counts,
+        question_ids=_unique([r.question_id for r in results]),
+        with_labels=with_labels,
+        structured=structured,
+        optimizer_calls=calls,
+    )

@@ -1,0 +1,294 @@
+"""The group-relative critic: one call per question group, attribution checks, one repair round."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from grse_graph.errors import StructuredOutputError
+from grse_graph.llm.provider import ChatModelProvider
+from grse_graph.llm.structured import astructured_call
+from grse_graph.methods.grse import prompts
+from grse_graph.methods.grse.checks import CheckContext, check_diagnosis, is_hypothesis
+from grse_graph.methods.grse.payload import CriticPayload, PayloadLimits, build_critic_payload
+from grse_graph.methods.grse.schema import (
+    AgentFeedback,
+    CheckedDiagnosis,
+    CriticOutput,
+    CriticRepair,
+    CritiqueResult,
+    DiagnosisCounts,
+    FailureDiagnosis,
+    SkillCredit,
+)
+from grse_graph.skills import SkillLibrary
+from grse_graph.tasks.base import TaskQuestion
+from grse_graph.team.rollout import Rollout
+
+DEFAULT_CRITIC_MAX_TOKENS = 4000
+
+
+def dedupe_credits(
+    credits: Iterable[SkillCredit], library_names: Mapping[str, Iterable[str]]
+) -> tuple[list[SkillCredit], int]:
+    """Keep the first credit per (agent, skill) whose skill is in that agent's library.
+
+    Returns the kept credits (in the critic's order) and how many were dropped. "First wins"
+    keeps the result deterministic and independent of later, possibly contradicting, entries.
+    """
+    names = {agent: set(n) for agent, n in library_names.items()}
+    seen: set[tuple[str, str]] = set()
+    kept: list[SkillCredit] = []
+    dropped = 0
+    for credit in credits:
+        key = (credit.agent, credit.skill_id)
+        if key in seen or credit.skill_id not in names.get(credit.agent, set()):
+            dropped += 1
+            continue
+        seen.add(key)
+        kept.append(credit)
+    return kept, dropped
+
+
+def split_feedback_by_agent(text: str, agents: Sequence[str]) -> list[AgentFeedback]:
+    """Split free-text critic feedback into per-agent items by '## <agent>' headings.
+
+    Text outside any recognised heading goes to every agent, so nothing the critic said is lost.
+    """
+    sections: dict[str, list[str]] = {a: [] for a in agents}
+    shared: list[str] = []
+    current: str | None = None
+    heading = re.compile(r"^\s*#+\s*(.+?)\s*:?\s*$")
+    for line in text.splitlines():
+        m = heading.match(line)
+        if m is not None:
+            name = m.group(1).strip().strip("*`").lower()
+            current = next((a for a in agents if a.lower() == name), None)
+            if current is not None:
+                continue
+        (sections[current] if current is not None else shared).append(line)
+    common = "\n".join(shared).strip()
+    out: list[AgentFeedback] = []
+    for agent in agents:
+        own = "\n".join(sections[agent]).strip()
+        text_for_agent = "\n\n".join(t for t in (common, own) if t)
+        if text_for_agent:
+            out.append(AgentFeedback(agent=agent, feedback=text_for_agent, missing_capability=""))
+    return out
+
+
+def _render_violations(items: Sequence[tuple[FailureDiagnosis, list[str]]]) -> str:
+    blocks = []
+    for n, (diagnosis, violations) in enumerate(items, start=1):
+        blocks.append(
+            f"Diagnosis {n}: {diagnosis.model_dump_json(exclude_defaults=False)}\n"
+            + "\n".join(f"- {v}" for v in violations)
+        )
+    return "\n\n".join(blocks)
+
+
+class GroupCritic:
+    """Critiques one question's group of rollouts (GUIDE §3).
+
+    One critic call returns credits, agent feedback and diagnoses; every diagnosis is checked by
+    the attribution rules; the violating ones go back to the critic once, together with their
+    violations; a repaired diagnosis that still violates a rule is dropped. `structured=False`
+    is the `w/o structure` variant: one free-text call, no schema and no checks; the text is
+    split per agent into `agent_feedback` (which aggregation and induction use as evidence).
+    """
+
+    def __init__(
+        self,
+        provider: ChatModelProvider,
+        *,
+        max_tokens: int = DEFAULT_CRITIC_MAX_TOKENS,
+        structured: bool = True,
+        with_labels: bool = False,
+        limits: PayloadLimits | None = None,
+    ) -> None:
+        self.provider = provider
+        self.max_tokens = max_tokens
+        self.structured = structured
+        self.with_labels = with_labels
+        self.limits = limits or PayloadLimits()
+
+    def payload(
+        self,
+        question: TaskQuestion,
+        libraries: Mapping[str, SkillLibrary],
+        rollouts: Sequence[Rollout],
+        advantages: Sequence[float],
+    ) -> CriticPayload:
+        """The payload this critic would send for a group."""
+        return build_critic_payload(
+            question,
+            libraries,
+            rollouts,
+            advantages,
+            with_labels=self.with_labels,
+            limits=self.limits,
+        )
+
+    async def critique(
+        self,
+        question: TaskQuestion,
+        libraries: Mapping[str, SkillLibrary],
+        rollouts: Sequence[Rollout],
+        advantages: Sequence[float],
+    ) -> CritiqueResult:
+        """Critique one group. Raises `StructuredOutputError` if the first call cannot be parsed."""
+        payload = self.payload(question, libraries, rollouts, advantages)
+        base = CritiqueResult(
+            question_id=question.id,
+            category=question.category if self.with_labels else None,
+            structured=self.structured,
+            payload_chars=payload.size_chars,
+            naive_payload_chars=payload.naive_size_chars,
+        )
+        if not self.structured:
+            return await self._free_text(payload, libraries, base)
+        return await self._structured(payload, libraries, rollouts, base)
+
+    async def _free_text(
+        self,
+        payload: CriticPayload,
+        libraries: Mapping[str, SkillLibrary],
+        base: CritiqueResult,
+    ) -> CritiqueResult:
+        model = self.provider.chat("critic", max_tokens=self.max_tokens)
+        messages: list[BaseMessage] = [
+            SystemMessage(prompts.CRITIC_FREE_TEXT_SYSTEM),
+            HumanMessage(prompts.CRITIC_USER.format(payload=payload.text)),
+        ]
+        reply = await model.ainvoke(messages)
+        text = reply.text if isinstance(reply.text, str) else str(reply.content)
+        feedback = split_feedback_by_agent(text, list(libraries))
+        return base.model_copy(
+            update={"free_text": text, "agent_feedback": feedback, "critic_calls": 1}
+        )
+
+    async def _structured(
+        self,
+        payload: CriticPayload,
+        libraries: Mapping[str, SkillLibrary],
+        rollouts: Sequence[Rollout],
+        base: CritiqueResult,
+    ) -> CritiqueResult:
+        model = self.provider.chat("critic", max_tokens=self.max_tokens)
+        messages: list[BaseMessage] = [
+            SystemMessage(prompts.CRITIC_SYSTEM),
+            HumanMessage(prompts.CRITIC_USER.format(payload=payload.text)),
+        ]
+        output = await astructured_call(model, CriticOutput, messages)
+        names = {agent: library.names() for agent, library in libraries.items()}
+        credits, dropped_credits = dedupe_credits(output.credits, names)
+        ctx = CheckContext.build(rollouts, names, credits)
+
+        checked: list[CheckedDiagnosis | None] = []
+        failing: list[tuple[int, FailureDiagnosis, list[str]]] = []
+        for diagnosis in output.diagnoses:
+            violations = check_diagnosis(diagnosis, ctx)
+            if violations:
+                failing.append((len(checked), diagnosis, violations))
+                checked.append(None)
+            else:
+                checked.append(
+                    CheckedDiagnosis(
+                        diagnosis=diagnosis,
+                        status="accepted",
+                        is_hypothesis=is_hypothesis(diagnosis),
+                    )
+                )
+
+        calls = 1
+        if failing:
+            calls += 1
+            repaired, credits, dropped_credits = await self._repair(
+                payload, failing, ctx, credits, dropped_credits, names
+            )
+            for (slot, _, _), result in zip(failing, repaired, strict=True):
+                checked[slot] = result
+
+        final = [c for c in checked if c is not None]
+        return base.model_copy(
+            update={
+                "credits": credits,
+                "agent_feedback": list(output.agent_feedback),
+                "diagnoses": final,
+                "counts": DiagnosisCounts.of(final),
+                "dropped_credits": dropped_credits,
+                "critic_calls": calls,
+            }
+        )
+
+    async def _repair(
+        self,
+        payload: CriticPayload,
+        failing: Sequence[tuple[int, FailureDiagnosis, list[str]]],
+        ctx: CheckContext,
+        credits: list[SkillCredit],
+        dropped_credits: int,
+        names: Mapping[str, Iterable[str]],
+    ) -> tuple[list[CheckedDiagnosis], list[SkillCredit], int]:
+        """One repair round for the violating diagnoses; returns one result per failing input."""
+        model = self.provider.chat("critic", max_tokens=self.max_tokens)
+        text = prompts.CRITIC_REPAIR.format(
+            payload=payload.text,
+            violations=_render_violations([(d, v) for _, d, v in failing]),
+        )
+        messages: list[BaseMessage] = [SystemMessage(prompts.CRITIC_SYSTEM), HumanMessage(text)]
+        try:
+            repair = await astructured_call(model, CriticRepair, messages)
+        except StructuredOutputError as error:
+            reason = f"repair call failed: {error}"
+            return (
+                [
+                    CheckedDiagnosis(
+                        diagnosis=d, status="dropped", violations=v, final_violations=[reason]
+                    )
+                    for _, d, v in failing
+                ],
+                credits,
+                dropped_credits,
+            )
+
+        merged, dropped = dedupe_credits([*credits, *repair.credits], names)
+        repaired_ctx = ctx.with_credits(merged)
+        results: list[CheckedDiagnosis] = []
+        for n, (_, original, violations) in enumerate(failing):
+            if n >= len(repair.diagnoses):
+                results.append(
+                    CheckedDiagnosis(
+                        diagnosis=original,
+                        status="dropped",
+                        violations=violations,
+                        final_violations=["the repair returned no corrected diagnosis for it"],
+                    )
+                )
+                continue
+            fixed = repair.diagnoses[n]
+            remaining = check_diagnosis(fixed, repaired_ctx)
+            if remaining:
+                results.append(
+                    CheckedDiagnosis(
+                        diagnosis=fixed,
+                        status="dropped",
+                        violations=violations,
+                        final_violations=remaining,
+                        original=original,
+                    )
+                )
+            else:
+                results.append(
+                    CheckedDiagnosis(
+                        diagnosis=fixed,
+                        status="repaired",
+                        violations=violations,
+                        original=original,
+                        is_hypothesis=is_hypothesis(fixed),
+                    )
+                )
+        # `credits` were already unique and valid, so every drop here is a repair credit.
+        return results, merged, dropped_credits + dropped

@@ -1,0 +1,284 @@
+"""The critic payload: one question's task, libraries and all G rollouts as compact text.
+
+Repeated text is carried once and referenced (GUIDE §3):
+
+- the task input (question and passages, exactly as the first agent saw it) once as ``<<INPUT>>``;
+- each agent's system prompt once as ``<<SYSTEM:agent>>`` (a second, different version of the same
+  agent's prompt gets ``<<SYSTEM:agent#2>>``), with skill bodies inside it replaced by
+  ``<<SKILL:agent/name>>`` because the libraries section already shows them (the same for
+  a tool result that returns a skill body, e.g. ``load_skill``);
+- an earlier step's output or tool result quoted inside a later step's input (the hand-off) as
+  ``<<r1.s1>>`` or ``<<r1.s1.t1>>``;
+- a tool result identical to one shown before (the same grep in several rollouts) as
+  ``same as <<r1.s1.t1>>`` (tool call t1 of step r1.s1).
+
+Steps are labelled ``r{rollout}.s{step}`` (1-based) so the critic can cite them. For LoCoMo the
+task input never holds the conversation (the retriever greps it), so neither does the payload.
+The naive size is the same rendering with nothing replaced; both sizes are reported.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from grse_graph.methods.grse.schema import step_label
+from grse_graph.skills import SkillLibrary
+from grse_graph.tasks.base import TaskQuestion
+from grse_graph.team.rollout import Rollout, Step
+
+INPUT_REF = "<<INPUT>>"
+# Shorter texts are cheaper to repeat than to reference (and too short to be unambiguous).
+_MIN_SHARED_RESULT_CHARS = 40
+_MIN_QUOTED_CHARS = 12
+
+
+class PayloadLimits(BaseModel):
+    """Per-field character caps that keep the payload inside a small model's context.
+
+    None means no cap. A capped field ends with a marker saying how many characters were cut,
+    so the critic knows the text is incomplete.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    step_output_chars: int | None = Field(default=1500, ge=1)
+    tool_result_chars: int | None = Field(default=800, ge=1)
+    step_input_chars: int | None = Field(default=1500, ge=1)
+
+
+class CriticPayload(BaseModel):
+    """The rendered payload, its size and the size it would have without references."""
+
+    question_id: str
+    text: str
+    size_chars: int
+    naive_size_chars: int
+    n_rollouts: int
+    references: list[str] = Field(default_factory=list)
+
+
+def _cap(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]} [... {len(text) - limit} chars cut]"
+
+
+def _system_key(agent: str, version: int) -> str:
+    return f"<<SYSTEM:{agent}>>" if version == 1 else f"<<SYSTEM:{agent}#{version}>>"
+
+
+def _skill_key(agent: str, name: str) -> str:
+    return f"<<SKILL:{agent}/{name}>>"
+
+
+def _fmt_reward(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def _fmt_adv(x: float) -> str:
+    return f"{x:+.2f}"
+
+
+class _Renderer:
+    """Renders the payload either with references (compact) or with every text inline (naive)."""
+
+    def __init__(
+        self,
+        question: TaskQuestion,
+        libraries: Mapping[str, SkillLibrary],
+        rollouts: Sequence[Rollout],
+        advantages: Sequence[float],
+        *,
+        with_labels: bool,
+        limits: PayloadLimits,
+        compact: bool,
+    ) -> None:
+        self.question = question
+        self.libraries = libraries
+        self.rollouts = rollouts
+        self.advantages = advantages
+        self.with_labels = with_labels
+        self.limits = limits
+        self.compact = compact
+        self.task_input = self._task_input()
+        self.system_keys: dict[tuple[str, str], str] = {}
+        self.references: list[str] = []
+        # Identical tool results (e.g. the same grep in several rollouts) are shown once.
+        self.tool_results: dict[str, str] = {}
+
+    def _task_input(self) -> str:
+        for rollout in self.rollouts:
+            if rollout.steps:
+                return rollout.steps[0].input
+        return self.question.question
+
+    def _strip_skills(self, agent: str, prompt: str) -> str:
+        library = self.libraries.get(agent)
+        if library is None:
+            return prompt
+        for skill in library.skills:
+            body = skill.body.strip()
+            if body and body in prompt:
+                prompt = prompt.replace(body, _skill_key(agent, skill.name))
+        return prompt
+
+    def _system_ref(self, step: Step) -> str:
+        key = (step.agent, step.system_prompt)
+        if key not in self.system_keys:
+            version = 1 + sum(1 for a, _ in self.system_keys if a == step.agent)
+            self.system_keys[key] = _system_key(step.agent, version)
+        return self.system_keys[key]
+
+    def render(self) -> str:
+        parts = [self._task(), self._libraries()]
+        rollouts = self._rollouts()
+        if self.compact:
+            parts.append(self._system_prompts())
+        parts.append(rollouts)
+        return "\n\n".join(p for p in parts if p)
+
+    def _task(self) -> str:
+        lines = ["# Task"]
+        if not (self.compact and self.question.question in self.task_input):
+            lines.append(f"Question: {self.question.question}")
+        if self.with_labels and self.question.category is not None:
+            lines.append(f"Category: {self.question.category}")
+        if self.compact and self.task_input.strip():
+            lines.append(f"{INPUT_REF} (the task input every agent received) =")
+            lines.append(self.task_input)
+            self.references.append(INPUT_REF)
+        return "\n".join(lines)
+
+    def _libraries(self) -> str:
+        lines = ["# Skill libraries"]
+        for agent, library in self.libraries.items():
+            skills = list(library.skills)
+            lines.append(f"## {agent}: {len(skills)} skill(s)")
+            for skill in skills:
+                lines.append(f"- {skill.name}: {skill.description}")
+                if self.compact:
+                    lines.append(f"  {_skill_key(agent, skill.name)} =")
+                lines.append(skill.body.strip())
+        return "\n".join(lines)
+
+    def _system_prompts(self) -> str:
+        if not self.system_keys:
+            return ""
+        lines = ["# System prompts"]
+        for (agent, prompt), key in self.system_keys.items():
+            lines.append(f"{key} =")
+            lines.append(self._strip_skills(agent, prompt).strip())
+            self.references.append(key)
+        return "\n".join(lines)
+
+    def _step_input(self, step: Step, earlier: list[tuple[str, str]]) -> str:
+        text = step.input
+        if self.compact:
+            if self.task_input.strip() and self.task_input in text:
+                text = text.replace(self.task_input, INPUT_REF)
+            # Longest first, so a tool result quoted inside an output is not split apart.
+            for label, quoted in sorted(earlier, key=lambda item: -len(item[1])):
+                if len(quoted.strip()) >= _MIN_QUOTED_CHARS and quoted in text:
+                    text = text.replace(quoted, f"<<{label}>>")
+        return _cap(text, self.limits.step_input_chars)
+
+    def _step(self, label: str, step: Step, earlier: list[tuple[str, str]]) -> str:
+        system = self._system_ref(step) if self.compact else step.system_prompt
+        lines = [f"[{label}] agent={step.agent}"]
+        lines.append(
+            f"skills present: {', '.join(step.skills_present) or '-'}; "
+            f"invoked: {', '.join(step.skills_invoked) or '-'}"
+        )
+        lines.append(f"system: {system}")
+        lines.append(f"input: {self._step_input(step, earlier)}")
+        for k, call in enumerate(step.tool_calls, start=1):
+            args = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+            result = call.error if call.error is not None else call.result
+            tag = "error" if call.error is not None else "result"
+            if self.compact:
+                # A `load_skill` result is the skill body, already in the libraries section.
+                result = self._strip_skills(step.agent, result)
+            shown = _cap(result, self.limits.tool_result_chars)
+            if self.compact and len(result) >= _MIN_SHARED_RESULT_CHARS:
+                first = self.tool_results.setdefault(result, f"{label}.t{k}")
+                if first != f"{label}.t{k}":
+                    shown = f"same as <<{first}>>"
+            lines.append(f"tool {label}.t{k} {call.name}({args}) {tag}: {shown}")
+        lines.append(f"output: {_cap(step.output, self.limits.step_output_chars)}")
+        return "\n".join(lines)
+
+    def _rollouts(self) -> str:
+        rewards = [r.reward for r in self.rollouts]
+        mean = sum(rewards) / len(rewards) if rewards else 0.0
+        lines = [f"# Rollouts (G={len(self.rollouts)}, mean reward {_fmt_reward(mean)})"]
+        for i, (rollout, adv) in enumerate(zip(self.rollouts, self.advantages, strict=True)):
+            lines.append(
+                f"## r{i + 1} reward={_fmt_reward(rollout.reward)} advantage={_fmt_adv(adv)} "
+                f"answer={json.dumps(rollout.answer, ensure_ascii=False)}"
+            )
+            if rollout.error is not None:
+                lines.append(f"execution error: {rollout.error}")
+            earlier: list[tuple[str, str]] = []
+            for j, step in enumerate(rollout.steps):
+                label = step_label(i, j)
+                lines.append(self._step(label, step, earlier))
+                earlier.append((label, step.output))
+                earlier.extend(
+                    (f"{label}.t{k}", call.result)
+                    for k, call in enumerate(step.tool_calls, start=1)
+                    if call.error is None
+                )
+        return "\n".join(lines)
+
+
+def build_critic_payload(
+    question: TaskQuestion,
+    libraries: Mapping[str, SkillLibrary],
+    rollouts: Sequence[Rollout],
+    advantages: Sequence[float],
+    *,
+    with_labels: bool = False,
+    limits: PayloadLimits | None = None,
+) -> CriticPayload:
+    """Render one group for the critic, with repeated text replaced by references.
+
+    `rollouts` and `advantages` are in group order; rollout i is labelled ``r{i+1}``. The
+    question's category is shown only `with_labels` (the `w/ label` variant).
+    """
+    if len(rollouts) != len(advantages):
+        raise ValueError(
+            f"build_critic_payload: {len(rollouts)} rollouts but {len(advantages)} advantages"
+        )
+    if not rollouts:
+        raise ValueError("build_critic_payload: a group needs at least one rollout")
+    limits = limits or PayloadLimits()
+    compact = _Renderer(
+        question,
+        libraries,
+        rollouts,
+        advantages,
+        with_labels=with_labels,
+        limits=limits,
+        compact=True,
+    )
+    text = compact.render()
+    naive = _Renderer(
+        question,
+        libraries,
+        rollouts,
+        advantages,
+        with_labels=with_labels,
+        limits=PayloadLimits(step_output_chars=None, tool_result_chars=None, step_input_chars=None),
+        compact=False,
+    ).render()
+    return CriticPayload(
+        question_id=question.id,
+        text=text,
+        size_chars=len(text),
+        naive_size_chars=len(naive),
+        n_rollouts=len(rollouts),
+        references=compact.references,
+    )

@@ -1,0 +1,412 @@
+"""Typed values of the GRSE credit and evolution stages (GUIDE §3).
+
+The critic fills `CriticOutput` through function calling, so that model and its parts stay flat:
+strings, enums, lists of strings and one bounded float. Every field the model fills is required
+and ordered so that evidence comes before the verdict and the explanation before the action:
+grammar-constrained engines emit fields in schema order, so the model states its reasons first.
+
+Step references are short strings such as ``r2.s1`` (rollout 2, step 1, both 1-based, exactly as
+the payload labels them); `StepRef.parse` accepts small variations (case, spaces, brackets) so a
+small model can cite reliably.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+
+from grse_graph.skills import SkillLibrary
+
+Verdict = Literal["helped", "redundant", "harmful", "neutral"]
+FailureType = Literal[
+    "skill_not_followed",
+    "skill_defect",
+    "missing_capability",
+    "handoff_error",
+    "evidence_missing",
+    "answer_format",
+    "tool_failure",
+    "uncertain_attribution",
+]
+Action = Literal["refine", "induce", "no_edit"]
+DiagnosisStatus = Literal["accepted", "repaired", "dropped"]
+DirectionVerdict = Literal["keep", "refine", "redundant", "low_utility"]
+EditOp = Literal["replace", "insert_after", "insert_before", "delete"]
+OperatorName = Literal["refine", "induce", "consolidate", "prune"]
+
+FAILURE_TYPES: tuple[FailureType, ...] = (
+    "skill_not_followed",
+    "skill_defect",
+    "missing_capability",
+    "handoff_error",
+    "evidence_missing",
+    "answer_format",
+    "tool_failure",
+    "uncertain_attribution",
+)
+NO_EDIT_ONLY: frozenset[str] = frozenset({"tool_failure", "uncertain_attribution"})
+
+_REF_RE = re.compile(r"^\[?\s*r\s*(\d+)\s*[.\-_:/ ]?\s*s\s*(\d+)\s*\]?$", re.IGNORECASE)
+_NONE_WORDS = frozenset({"", "none", "null", "n/a", "na", "-"})
+
+
+class StepRef(BaseModel):
+    """A cited step: rollout and step numbers as labelled in the critic payload (1-based)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rollout: int = Field(ge=1)
+    step: int = Field(ge=1)
+
+    @classmethod
+    def parse(cls, text: str) -> StepRef | None:
+        """Parse ``r2.s1`` (also ``R2.S1``, ``[r2.s1]``, ``r2 s1``, ``r2s1``); None if malformed."""
+        m = _REF_RE.match(text.strip())
+        if m is None:
+            return None
+        rollout, step = int(m.group(1)), int(m.group(2))
+        if rollout < 1 or step < 1:
+            return None
+        return cls(rollout=rollout, step=step)
+
+    @property
+    def label(self) -> str:
+        """The canonical form used in the payload, e.g. ``r2.s1``."""
+        return f"r{self.rollout}.s{self.step}"
+
+
+def step_label(rollout_pos: int, step_pos: int) -> str:
+    """Label of the step at 0-based positions (rollout in the group, step in the rollout)."""
+    return StepRef(rollout=rollout_pos + 1, step=step_pos + 1).label
+
+
+def _none_if_blank(value: object) -> object:
+    # Small models write "none"/"null"/"" for "no skill"; all mean the same thing.
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().lower() in _NONE_WORDS:
+        return None
+    return value.strip() if isinstance(value, str) else value
+
+
+# --- what the critic model fills -------------------------------------------------------------
+
+
+class SkillCredit(BaseModel):
+    """The critic's credit for one (agent, skill) pair on one question."""
+
+    agent: str = Field(description="agent that owns the skill")
+    skill_id: str = Field(description="skill name from that agent's library")
+    evidence: str = Field(description="what in the rollouts shows this, citing r#.s#")
+    verdict: Verdict
+    utility: float = Field(ge=-1.0, le=1.0, description="-1 harmful .. 0 no effect .. 1 helped")
+    suggested_refinement: str = Field(description="concrete change, or empty")
+    redundant_with: list[str] = Field(description="overlapping skill names, or empty")
+    conflicts_with: list[str] = Field(description="contradicting skill names, or empty")
+
+
+class AgentFeedback(BaseModel):
+    """Agent-level feedback not tied to one skill (evidence for inducing a new skill)."""
+
+    agent: str
+    feedback: str
+    missing_capability: str = Field(description="capability no skill covers, or empty")
+
+
+class FailureDiagnosis(BaseModel):
+    """One structured failure diagnosis, citing steps as r#.s#."""
+
+    agent: str
+    skill_id: str | None = Field(description="skill at fault; null for induce")
+    failure_type: FailureType
+    failed_refs: list[str] = Field(description="steps of reward<1 rollouts")
+    successful_refs: list[str] = Field(description="steps of reward=1 rollouts, or empty")
+    explanation: str
+    correction: str
+    action: Action
+
+    @field_validator("skill_id", mode="before")
+    @classmethod
+    def _blank_skill_is_none(cls, value: object) -> object:
+        return _none_if_blank(value)
+
+
+class CriticOutput(BaseModel):
+    """Everything the critic says about one question's group of rollouts."""
+
+    credits: list[SkillCredit]
+    agent_feedback: list[AgentFeedback]
+    diagnoses: list[FailureDiagnosis]
+
+
+class CriticRepair(BaseModel):
+    """Corrected diagnoses, in the order they were sent; credits may be added (for example the
+    credit a refine diagnosis must match)."""
+
+    diagnoses: list[FailureDiagnosis]
+    credits: list[SkillCredit]
+
+
+# --- checked critique -------------------------------------------------------------------------
+
+
+class CheckedDiagnosis(BaseModel):
+    """A diagnosis after the attribution checks (and possibly one repair round).
+
+    `diagnosis` is the final version (the repaired one when status is repaired); `violations`
+    are the violations of the first version; `final_violations` those left after the repair
+    (non-empty only when dropped).
+    """
+
+    diagnosis: FailureDiagnosis
+    status: DiagnosisStatus
+    violations: list[str] = Field(default_factory=list)
+    final_violations: list[str] = Field(default_factory=list)
+    original: FailureDiagnosis | None = None
+    is_hypothesis: bool = False
+
+    @property
+    def usable(self) -> bool:
+        """Accepted or repaired diagnoses count as evidence; dropped ones do not."""
+        return self.status != "dropped"
+
+
+class DiagnosisCounts(BaseModel):
+    """How many diagnoses were accepted, repaired, dropped; hypotheses among the kept ones."""
+
+    accepted: int = 0
+    repaired: int = 0
+    dropped: int = 0
+    hypothesis: int = 0
+
+    def __add__(self, other: DiagnosisCounts) -> DiagnosisCounts:
+        return DiagnosisCounts(
+            accepted=self.accepted + other.accepted,
+            repaired=self.repaired + other.repaired,
+            dropped=self.dropped + other.dropped,
+            hypothesis=self.hypothesis + other.hypothesis,
+        )
+
+    @classmethod
+    def of(cls, diagnoses: list[CheckedDiagnosis]) -> DiagnosisCounts:
+        """Count a list of checked diagnoses."""
+        return cls(
+            accepted=sum(d.status == "accepted" for d in diagnoses),
+            repaired=sum(d.status == "repaired" for d in diagnoses),
+            dropped=sum(d.status == "dropped" for d in diagnoses),
+            hypothesis=sum(d.usable and d.is_hypothesis for d in diagnoses),
+        )
+
+
+class CritiqueResult(BaseModel):
+    """The checked critique of one question's group.
+
+    `structured` is False for the `w/o structure` variant: then `credits` and `diagnoses` are
+    empty and the critic's free text is in `free_text` and split per agent into `agent_feedback`.
+    `dropped_credits` counts credits for skills that are not in the named agent's library or that
+    repeat an (agent, skill) pair already credited (the first one is kept). `critic_calls` counts
+    critic requests of this class (1, or 2 with the attribution repair round); a schema repair
+    inside `astructured_call` is not counted here (the usage ledger counts every request).
+    """
+
+    question_id: str
+    category: str | None = None
+    structured: bool = True
+    credits: list[SkillCredit] = Field(default_factory=list)
+    agent_feedback: list[AgentFeedback] = Field(default_factory=list)
+    diagnoses: list[CheckedDiagnosis] = Field(default_factory=list)
+    counts: DiagnosisCounts = Field(default_factory=DiagnosisCounts)
+    dropped_credits: int = 0
+    free_text: str = ""
+    payload_chars: int = 0
+    naive_payload_chars: int = 0
+    critic_calls: int = 0
+
+
+# --- aggregation ------------------------------------------------------------------------------
+
+
+class EditDirection(BaseModel):
+    """One direction per (agent, skill) from all usable credits of the iteration."""
+
+    agent: str
+    skill_id: str
+    summary: str
+    suggested_edit: str = ""
+    utility: float = Field(ge=-1.0, le=1.0)
+    verdict: DirectionVerdict
+    n_credits: int = 0
+    question_ids: list[str] = Field(default_factory=list)
+    redundant_with: list[str] = Field(default_factory=list)
+    conflicts_with: list[str] = Field(default_factory=list)
+    evidence_by_category: dict[str, list[str]] = Field(default_factory=dict)
+    merged_by_model: bool = False
+    # Set when the optimizer's merge output was unusable and the rule-based merge was used.
+    merge_error: str | None = None
+
+
+class PatternExample(BaseModel):
+    """One diagnosis supporting an induction pattern, with the question it came from."""
+
+    question_id: str
+    category: str | None = None
+    diagnosis: FailureDiagnosis
+    is_hypothesis: bool = False
+
+
+class InductionPattern(BaseModel):
+    """A recurring (agent, failure_type, skill_id, action) with its support.
+
+    `support` is the number of distinct questions with an accepted or repaired diagnosis of
+    this pattern (several rollouts or diagnoses of one question count once).
+    """
+
+    agent: str
+    failure_type: FailureType
+    skill_id: str | None = None
+    action: Action
+    support: int
+    question_ids: list[str] = Field(default_factory=list)
+    examples: list[PatternExample] = Field(default_factory=list)
+    evidence_by_category: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class AgentEvidence(BaseModel):
+    """Agent-level feedback gathered across questions (induction evidence not tied to a skill)."""
+
+    agent: str
+    items: list[str] = Field(default_factory=list)
+    missing_capabilities: list[str] = Field(default_factory=list)
+    question_ids: list[str] = Field(default_factory=list)
+    evidence_by_category: dict[str, list[str]] = Field(default_factory=dict)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def support(self) -> int:
+        """Distinct questions the feedback came from."""
+        return len(self.question_ids)
+
+
+class AggregationResult(BaseModel):
+    """Edit directions, induction patterns and agent feedback of one iteration."""
+
+    directions: list[EditDirection] = Field(default_factory=list)
+    patterns: list[InductionPattern] = Field(default_factory=list)
+    agent_evidence: list[AgentEvidence] = Field(default_factory=list)
+    counts: DiagnosisCounts = Field(default_factory=DiagnosisCounts)
+    question_ids: list[str] = Field(default_factory=list)
+    with_labels: bool = False
+    structured: bool = True
+    optimizer_calls: int = 0
+
+    def direction(self, agent: str, skill_id: str) -> EditDirection | None:
+        """The direction of one (agent, skill), if any credit named it."""
+        for d in self.directions:
+            if d.agent == agent and d.skill_id == skill_id:
+                return d
+        return None
+
+
+class MergedDirection(BaseModel):
+    """What the optimizer returns when several credits of one skill are merged."""
+
+    summary: str
+    suggested_edit: str = Field(description="one concrete change, or empty")
+    verdict: DirectionVerdict
+
+
+# --- operators --------------------------------------------------------------------------------
+
+
+class AnchoredEdit(BaseModel):
+    """One edit to a skill body, located by an anchor: text that must occur exactly once."""
+
+    op: EditOp
+    anchor: str = Field(description="exact text copied from the body, occurring once")
+    text: str = Field(description="new text; empty for delete")
+
+
+class RefineEdits(BaseModel):
+    """What the optimizer returns for refine: anchored edits to one skill body."""
+
+    edits: list[AnchoredEdit]
+
+
+class SkillDraft(BaseModel):
+    """What the optimizer returns for induce and consolidate: a new skill."""
+
+    name: str = Field(description="short lowercase-hyphenated name")
+    description: str = Field(description="what it does and when to use it, one sentence")
+    body: str = Field(description="markdown instructions")
+
+
+class SkippedEdit(BaseModel):
+    """An anchored edit that was not applied, with the reason."""
+
+    edit: AnchoredEdit
+    reason: str
+
+
+class OperatorEvidence(BaseModel):
+    """Why an operator acted: the credit, support and utility evidence behind it."""
+
+    verdict: str | None = None
+    utility: float | None = None
+    n_credits: int = 0
+    support: int = 0
+    failure_type: str | None = None
+    question_ids: list[str] = Field(default_factory=list)
+    summary: str = ""
+
+
+class OperatorRecord(BaseModel):
+    """What one operator application changed (or declined to change) and why."""
+
+    operator: OperatorName
+    agent: str
+    iteration: int
+    skills: list[str] = Field(default_factory=list, description="skill names touched")
+    created: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    before_hash: str
+    after_hash: str
+    changed: bool
+    reason: str
+    evidence: OperatorEvidence = Field(default_factory=OperatorEvidence)
+    applied_edits: list[AnchoredEdit] = Field(default_factory=list)
+    skipped_edits: list[SkippedEdit] = Field(default_factory=list)
+    truncated: bool = False
+    skipped_reason: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def n_skipped(self) -> int:
+        """How many anchored edits were skipped."""
+        return len(self.skipped_edits)
+
+
+class EvolutionResult(BaseModel):
+    """Candidate libraries of one iteration and the records of every operator application.
+
+    `candidates` holds a library for every agent (unchanged ones included); `changed_agents`
+    lists the agents whose library content changed (by content hash; bookkeeping such as the
+    recorded utility does not count), i.e. the agents the gate has to test.
+    """
+
+    iteration: int
+    operators: list[OperatorName] = Field(default_factory=list)
+    candidates: dict[str, SkillLibrary]
+    records: list[OperatorRecord] = Field(default_factory=list)
+    changed_agents: list[str] = Field(default_factory=list)
+
+
+class GateDecision(BaseModel):
+    """The validation gate's decision for one agent's candidate library."""
+
+    agent: str
+    base_score: float
+    candidate_score: float
+    delta: float
+    accepted: bool

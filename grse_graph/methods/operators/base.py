@@ -1,0 +1,100 @@
+"""What every operator receives: the provider, the iteration, the limit and the settings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from grse_graph.llm.provider import ChatModelProvider
+from grse_graph.methods.grse.schema import (
+    AnchoredEdit,
+    OperatorEvidence,
+    OperatorName,
+    OperatorRecord,
+    SkippedEdit,
+)
+from grse_graph.methods.operators.text import DEFAULT_BODY_TOKEN_CAP
+from grse_graph.skills import SkillLibrary
+
+
+class OperatorSettings(BaseModel):
+    """Operator knobs; defaults are the paper's generation caps (refine 800, induce and
+    consolidate 1,200 tokens) and body cap (1,200 tokens)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    refine_max_tokens: int = Field(default=800, ge=1)
+    induce_max_tokens: int = Field(default=1200, ge=1)
+    consolidate_max_tokens: int = Field(default=1200, ge=1)
+    body_token_cap: int = Field(default=DEFAULT_BODY_TOKEN_CAP, ge=1)
+    # New skills one agent may gain per iteration (each from its own best-supported pattern).
+    max_new_skills_per_agent: int = Field(default=1, ge=0)
+    # Patterns need at least this many distinct questions before induce acts on them.
+    min_induce_support: int = Field(default=1, ge=1)
+    # A skill without a direction this iteration is pruned when its recorded utility is at or
+    # below this (earlier evidence survives iterations without prune in the schedule).
+    prune_utility_threshold: float = Field(default=-0.5, ge=-1.0, le=1.0)
+    max_evidence_examples: int = Field(default=3, ge=1)
+
+
+@dataclass(frozen=True)
+class OperatorContext:
+    """Per-iteration inputs shared by the operators (not persisted: it holds the provider)."""
+
+    provider: ChatModelProvider
+    iteration: int
+    library_limit: int | None = None
+    settings: OperatorSettings = field(default_factory=OperatorSettings)
+
+    def __post_init__(self) -> None:
+        if self.iteration < 1:
+            raise ValueError(f"iteration must be >= 1, got {self.iteration}")
+        if self.library_limit is not None and self.library_limit < 1:
+            raise ValueError(f"library limit must be >= 1, got {self.library_limit}")
+
+    def limit_of(self, library: SkillLibrary) -> int | None:
+        """The effective limit L of a library: the smaller of its own and the configured one."""
+        limits = [x for x in (library.limit, self.library_limit) if x is not None]
+        return min(limits) if limits else None
+
+
+def make_record(
+    operator: OperatorName,
+    ctx: OperatorContext,
+    before: SkillLibrary,
+    after: SkillLibrary,
+    *,
+    skills: Sequence[str],
+    reason: str,
+    evidence: OperatorEvidence,
+    created: Sequence[str] = (),
+    removed: Sequence[str] = (),
+    applied_edits: Sequence[AnchoredEdit] = (),
+    skipped_edits: Sequence[SkippedEdit] = (),
+    truncated: bool = False,
+    skipped_reason: str | None = None,
+) -> OperatorRecord:
+    """An `OperatorRecord` comparing the library before and after one operator application."""
+    before_hash, after_hash = before.content_hash(), after.content_hash()
+    return OperatorRecord(
+        operator=operator,
+        agent=before.agent,
+        iteration=ctx.iteration,
+        skills=list(skills),
+        created=list(created),
+        removed=list(removed),
+        before_hash=before_hash,
+        after_hash=after_hash,
+        changed=before_hash != after_hash,
+        reason=reason,
+        evidence=evidence,
+        applied_edits=list(applied_edits),
+        skipped_edits=list(skipped_edits),
+        truncated=truncated,
+        skipped_reason=skipped_reason,
+    )
+
+
+OperatorOutput = tuple[dict[str, SkillLibrary], list[OperatorRecord]]

@@ -1,0 +1,222 @@
+"""induce: a new SKILL.md from recurring failure evidence, while the library is under its limit.
+
+Evidence comes from induction patterns with action induce (best supported first) and, after
+them, from agent-level feedback that names a missing capability (the only evidence the
+`w/o structure` variant has). The optimizer drafts name, description and body; the name is
+normalised to the Agent Skills rules and made unique, the description put on one line and
+capped, the body capped at the token cap. Provenance (operator, iteration, supporting
+questions) is written to the skill's metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel
+
+from grse_graph.errors import GrseError
+from grse_graph.llm.structured import astructured_call
+from grse_graph.methods.grse.schema import (
+    AgentEvidence,
+    AggregationResult,
+    InductionPattern,
+    OperatorEvidence,
+    OperatorRecord,
+    SkillDraft,
+)
+from grse_graph.methods.operators import prompts
+from grse_graph.methods.operators.base import OperatorContext, OperatorOutput, make_record
+from grse_graph.methods.operators.text import (
+    cap_body,
+    normalise_description,
+    normalise_name,
+    provenance_line,
+)
+from grse_graph.skills import AGENT_KEY, Skill, SkillLibrary
+from grse_graph.skills.limits import AGENT_PATTERN
+
+
+class InduceEvidence(BaseModel):
+    """One reason to induce a skill: a pattern or an agent's feedback, rendered for the prompt."""
+
+    problem: str
+    text: str
+    evidence: OperatorEvidence
+    fallback_name: str
+
+
+def _from_pattern(p: InductionPattern, max_examples: int) -> InduceEvidence:
+    lines = []
+    for ex in p.examples[:max_examples]:
+        d = ex.diagnosis
+        tag = " (hypothesis)" if ex.is_hypothesis else ""
+        lines.append(f"- {d.explanation} Correction{tag}: {d.correction}")
+    for category, items in p.evidence_by_category.items():
+        lines.append(f"Category {category}: " + " | ".join(items[:max_examples]))
+    return InduceEvidence(
+        problem=p.failure_type.replace("_", " "),
+        text="\n".join(lines) or "(no examples)",
+        evidence=OperatorEvidence(
+            support=p.support,
+            failure_type=p.failure_type,
+            question_ids=list(p.question_ids),
+            summary=p.examples[0].diagnosis.explanation if p.examples else "",
+        ),
+        fallback_name=p.failure_type,
+    )
+
+
+def _from_feedback(ev: AgentEvidence, max_examples: int) -> InduceEvidence:
+    problem = "; ".join(ev.missing_capabilities) or "feedback on the agent's behaviour"
+    lines = [f"- {item}" for item in ev.items[: max_examples * 2]]
+    return InduceEvidence(
+        problem=problem,
+        text="\n".join(lines),
+        evidence=OperatorEvidence(
+            support=ev.support, question_ids=list(ev.question_ids), summary=problem
+        ),
+        fallback_name=ev.missing_capabilities[0] if ev.missing_capabilities else "agent-guidance",
+    )
+
+
+def induce_candidates(
+    agent: str, aggregation: AggregationResult, ctx: OperatorContext
+) -> list[InduceEvidence]:
+    """Evidence for new skills of one agent, best first."""
+    s = ctx.settings
+    out = [
+        _from_pattern(p, s.max_evidence_examples)
+        for p in aggregation.patterns
+        if p.agent == agent and p.action == "induce" and p.support >= s.min_induce_support
+    ]
+    for ev in aggregation.agent_evidence:
+        if ev.agent == agent and (ev.missing_capabilities or not aggregation.structured):
+            out.append(_from_feedback(ev, s.max_evidence_examples))
+    return out
+
+
+async def induce_one(
+    library: SkillLibrary, candidate: InduceEvidence, ctx: OperatorContext
+) -> tuple[SkillLibrary, OperatorRecord]:
+    """Draft, normalise and add one skill; unchanged library (with the reason) on failure."""
+    cap = ctx.settings.body_token_cap
+    reason = f"induce for '{candidate.problem}': support {candidate.evidence.support} question(s)"
+    messages: list[BaseMessage] = [
+        SystemMessage(prompts.INDUCE_SYSTEM.format(max_words=cap * 3 // 4)),
+        HumanMessage(
+            prompts.INDUCE_USER.format(
+                agent=library.agent,
+                existing=", ".join(library.names()) or "none",
+                support=candidate.evidence.support,
+                problem=candidate.problem,
+                evidence=candidate.text,
+            )
+        ),
+    ]
+    model = ctx.provider.chat("optimizer", max_tokens=ctx.settings.induce_max_tokens)
+    try:
+        draft = await astructured_call(model, SkillDraft, messages)
+    except GrseError as error:
+        return library, make_record(
+            "induce",
+            ctx,
+            library,
+            library,
+            skills=[],
+            reason=reason,
+            evidence=candidate.evidence,
+            skipped_reason=f"optimizer output unusable: {error}",
+        )
+    body, truncated = cap_body(draft.body, cap)
+    if not body:
+        return library, make_record(
+            "induce",
+            ctx,
+            library,
+            library,
+            skills=[],
+            reason=reason,
+            evidence=candidate.evidence,
+            skipped_reason="the drafted skill has an empty body",
+        )
+    name = normalise_name(draft.name, candidate.fallback_name, library.names())
+    metadata = {}
+    if AGENT_PATTERN.fullmatch(library.agent):
+        metadata[AGENT_KEY] = library.agent
+    try:
+        skill = (
+            Skill.build(
+                f"induce iteration {ctx.iteration}",
+                name=name,
+                description=normalise_description(
+                    draft.description, f"Use when facing: {candidate.problem}."
+                ),
+                body=body,
+                metadata=metadata,
+            )
+            .with_iteration(ctx.iteration)
+            .with_provenance(
+                provenance_line(
+                    "induce",
+                    ctx.iteration,
+                    candidate.evidence.question_ids,
+                    extra=f"failure={candidate.evidence.failure_type or 'feedback'}",
+                )
+            )
+        )
+        after = library.add(skill)
+    except (GrseError, ValueError) as error:
+        return library, make_record(
+            "induce",
+            ctx,
+            library,
+            library,
+            skills=[name],
+            reason=reason,
+            evidence=candidate.evidence,
+            skipped_reason=f"the drafted skill is invalid: {error}",
+        )
+    return after, make_record(
+        "induce",
+        ctx,
+        library,
+        after,
+        skills=[name],
+        created=[name],
+        reason=reason,
+        evidence=candidate.evidence,
+        truncated=truncated,
+    )
+
+
+async def induce(
+    libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult, ctx: OperatorContext
+) -> OperatorOutput:
+    """For each agent, up to `max_new_skills_per_agent` induce attempts (best evidence first)
+    while the library is under its limit L."""
+    out = dict(libraries)
+    records: list[OperatorRecord] = []
+    for agent, library in libraries.items():
+        current = library
+        candidates = induce_candidates(agent, aggregation, ctx)
+        for candidate in candidates[: ctx.settings.max_new_skills_per_agent]:
+            limit = ctx.limit_of(current)
+            if limit is not None and len(current) >= limit:
+                records.append(
+                    make_record(
+                        "induce",
+                        ctx,
+                        current,
+                        current,
+                        skills=[],
+                        reason=f"induce for '{candidate.problem}'",
+                        evidence=candidate.evidence,
+                        skipped_reason=f"library is at its limit of {limit} skills",
+                    )
+                )
+                break
+            current, record = await induce_one(current, candidate, ctx)
+            records.append(record)
+        out[agent] = current
+    return out, records

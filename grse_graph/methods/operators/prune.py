@@ -1,0 +1,92 @@
+"""prune: remove low-utility skills, never emptying a library.
+
+A skill is a prune candidate when this iteration's direction says low_utility, or when it has
+no direction this iteration and its recorded utility is at or below the threshold (so evidence
+from iterations without prune in the schedule is not lost). Candidates are removed worst first;
+the last skill of a library is always kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from grse_graph.methods.grse.schema import AggregationResult, OperatorEvidence, OperatorRecord
+from grse_graph.methods.operators.base import OperatorContext, OperatorOutput, make_record
+from grse_graph.skills import SkillLibrary
+
+
+def prune_candidates(
+    library: SkillLibrary, aggregation: AggregationResult, threshold: float
+) -> list[tuple[str, OperatorEvidence]]:
+    """(skill, evidence) pairs to remove, lowest utility first, then by name."""
+    found: list[tuple[float, str, OperatorEvidence]] = []
+    for skill in library.skills:
+        direction = aggregation.direction(library.agent, skill.name)
+        if direction is not None:
+            if direction.verdict != "low_utility":
+                continue
+            evidence = OperatorEvidence(
+                verdict=direction.verdict,
+                utility=direction.utility,
+                n_credits=direction.n_credits,
+                question_ids=list(direction.question_ids),
+                summary=direction.summary,
+            )
+            found.append((direction.utility, skill.name, evidence))
+        elif skill.utility is not None and skill.utility <= threshold:
+            evidence = OperatorEvidence(
+                verdict="low_utility",
+                utility=skill.utility,
+                summary=f"recorded utility {skill.utility:+.2f} <= {threshold:+.2f}",
+            )
+            found.append((skill.utility, skill.name, evidence))
+    found.sort(key=lambda item: (item[0], item[1]))
+    return [(name, evidence) for _, name, evidence in found]
+
+
+def prune(
+    libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult, ctx: OperatorContext
+) -> OperatorOutput:
+    """Remove every prune candidate of every agent, keeping at least one skill per library."""
+    out = dict(libraries)
+    records: list[OperatorRecord] = []
+    for agent, library in libraries.items():
+        current = library
+        for name, evidence in prune_candidates(
+            library, aggregation, ctx.settings.prune_utility_threshold
+        ):
+            reason = (
+                f"prune '{name}': verdict {evidence.verdict}, utility {evidence.utility:+.2f}"
+                if evidence.utility is not None
+                else f"prune '{name}'"
+            )
+            if len(current) <= 1:
+                records.append(
+                    make_record(
+                        "prune",
+                        ctx,
+                        current,
+                        current,
+                        skills=[name],
+                        reason=reason,
+                        evidence=evidence,
+                        skipped_reason="never empty a library: last skill kept",
+                    )
+                )
+                continue
+            after = current.remove(name)
+            records.append(
+                make_record(
+                    "prune",
+                    ctx,
+                    current,
+                    after,
+                    skills=[name],
+                    removed=[name],
+                    reason=reason,
+                    evidence=evidence,
+                )
+            )
+            current = after
+        out[agent] = current
+    return out, records

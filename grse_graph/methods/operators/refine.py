@@ -1,0 +1,176 @@
+"""refine: the optimizer proposes anchored edits to one skill body; they are applied
+deterministically (`apply_anchored_edits`) and every skipped edit is recorded with its reason."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from grse_graph.errors import GrseError
+from grse_graph.llm.structured import astructured_call
+from grse_graph.methods.grse.schema import (
+    AggregationResult,
+    EditDirection,
+    InductionPattern,
+    OperatorEvidence,
+    OperatorRecord,
+    RefineEdits,
+)
+from grse_graph.methods.operators import prompts
+from grse_graph.methods.operators.anchored import apply_anchored_edits
+from grse_graph.methods.operators.base import OperatorContext, OperatorOutput, make_record
+from grse_graph.methods.operators.text import provenance_line
+from grse_graph.skills import SkillLibrary
+from grse_graph.skills.text import approx_tokens
+
+
+def refine_targets(library: SkillLibrary, aggregation: AggregationResult) -> list[str]:
+    """Skills of this library with a refine direction or a refine diagnosis pattern."""
+    wanted: set[str] = set()
+    for d in aggregation.directions:
+        if d.agent == library.agent and d.verdict == "refine":
+            wanted.add(d.skill_id)
+    for p in aggregation.patterns:
+        if p.agent == library.agent and p.action == "refine" and p.skill_id is not None:
+            wanted.add(p.skill_id)
+    return [name for name in library.names() if name in wanted]
+
+
+def render_refine_evidence(
+    direction: EditDirection | None, patterns: Sequence[InductionPattern], max_examples: int
+) -> str:
+    """The evidence block of the refine prompt: the edit direction, then diagnosis examples."""
+    lines: list[str] = []
+    if direction is not None:
+        lines.append(
+            f"Critiques ({direction.n_credits}, utility {direction.utility:+.2f}, "
+            f"verdict {direction.verdict}): {direction.summary}"
+        )
+        if direction.suggested_edit:
+            lines.append(f"Suggested edit: {direction.suggested_edit}")
+        for category, items in direction.evidence_by_category.items():
+            lines.append(f"Category {category}: " + " | ".join(items))
+    for p in patterns:
+        lines.append(f"Failures ({p.failure_type}, {p.support} question(s)):")
+        for ex in p.examples[:max_examples]:
+            d = ex.diagnosis
+            tag = " (hypothesis)" if ex.is_hypothesis else ""
+            lines.append(f"- {d.explanation} Correction{tag}: {d.correction}")
+    return "\n".join(lines) or "(no evidence)"
+
+
+def _evidence(
+    direction: EditDirection | None, patterns: Sequence[InductionPattern]
+) -> OperatorEvidence:
+    qids = list(direction.question_ids) if direction is not None else []
+    for p in patterns:
+        qids += [q for q in p.question_ids if q not in qids]
+    return OperatorEvidence(
+        verdict=direction.verdict if direction is not None else None,
+        utility=direction.utility if direction is not None else None,
+        n_credits=direction.n_credits if direction is not None else 0,
+        support=max((p.support for p in patterns), default=0),
+        failure_type=patterns[0].failure_type if patterns else None,
+        question_ids=qids,
+        summary=direction.summary if direction is not None else "",
+    )
+
+
+async def refine_skill(
+    library: SkillLibrary,
+    name: str,
+    aggregation: AggregationResult,
+    ctx: OperatorContext,
+) -> tuple[SkillLibrary, OperatorRecord]:
+    """Refine one skill; the library is unchanged when no edit applies or the call fails."""
+    skill = library.get(name)
+    direction = aggregation.direction(library.agent, name)
+    patterns = [
+        p
+        for p in aggregation.patterns
+        if p.agent == library.agent and p.skill_id == name and p.action == "refine"
+    ]
+    evidence = _evidence(direction, patterns)
+    reason = (
+        f"refine '{name}': verdict {evidence.verdict or '-'}, utility "
+        f"{evidence.utility if evidence.utility is not None else '-'}, "
+        f"{evidence.n_credits} credit(s), refine-diagnosis support {evidence.support}"
+    )
+    messages: list[BaseMessage] = [
+        SystemMessage(prompts.REFINE_SYSTEM),
+        HumanMessage(
+            prompts.REFINE_USER.format(
+                agent=library.agent,
+                name=name,
+                description=skill.description,
+                body=skill.body,
+                evidence=render_refine_evidence(
+                    direction, patterns, ctx.settings.max_evidence_examples
+                ),
+            )
+        ),
+    ]
+    model = ctx.provider.chat("optimizer", max_tokens=ctx.settings.refine_max_tokens)
+    try:
+        proposal = await astructured_call(model, RefineEdits, messages)
+    except GrseError as error:
+        return library, make_record(
+            "refine",
+            ctx,
+            library,
+            library,
+            skills=[name],
+            reason=reason,
+            evidence=evidence,
+            skipped_reason=f"optimizer output unusable: {error}",
+        )
+    new_body, applied, skipped = apply_anchored_edits(skill.body, proposal.edits)
+    skipped_reason: str | None = None
+    after = library
+    if not applied:
+        skipped_reason = "no edit could be applied"
+    elif approx_tokens(new_body.strip()) > ctx.settings.body_token_cap:
+        skipped_reason = (
+            f"refined body is {approx_tokens(new_body)} tokens, over the cap of "
+            f"{ctx.settings.body_token_cap}; refinement not applied"
+        )
+    elif not new_body.strip():
+        skipped_reason = "the edits would leave an empty body; refinement not applied"
+    else:
+        try:
+            refined = (
+                skill.derive(body=new_body)
+                .with_iteration(ctx.iteration)
+                .with_provenance(provenance_line("refine", ctx.iteration, evidence.question_ids))
+            )
+            after = library.replace(refined)
+        except (GrseError, ValueError) as error:
+            skipped_reason = f"refined skill is invalid: {error}"
+    return after, make_record(
+        "refine",
+        ctx,
+        library,
+        after,
+        skills=[name],
+        reason=reason,
+        evidence=evidence,
+        applied_edits=applied if skipped_reason is None else [],
+        skipped_edits=skipped,
+        skipped_reason=skipped_reason,
+    )
+
+
+async def refine(
+    libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult, ctx: OperatorContext
+) -> OperatorOutput:
+    """Refine every targeted skill of every agent (agents and skills in library order)."""
+    out = dict(libraries)
+    records: list[OperatorRecord] = []
+    for agent, library in libraries.items():
+        current = library
+        for name in refine_targets(library, aggregation):
+            current, record = await refine_skill(current, name, aggregation, ctx)
+            records.append(record)
+        out[agent] = current
+    return out, records

@@ -1,0 +1,83 @@
+"""Readable unified diffs between skills and between libraries."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+
+from .model import Skill
+
+
+def _resource_lines(path: str, old: bytes | None, new: bytes | None, name: str) -> list[str]:
+    def text(data: bytes | None) -> list[str] | None:
+        if data is None:
+            return []
+        try:
+            return data.decode("utf-8").splitlines(keepends=True)
+        except UnicodeDecodeError:
+            return None
+
+    old_text, new_text = text(old), text(new)
+    if old_text is None or new_text is None:
+
+        def describe(data: bytes | None) -> str:
+            if data is None:
+                return "absent"
+            return f"{len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()[:12]}"
+
+        return [f"Binary resource {name}/{path} differs: {describe(old)} -> {describe(new)}\n"]
+    return _unified(old_text, new_text, f"{name}/{path}", old is None, new is None)
+
+
+def _unified(
+    old: list[str], new: list[str], label: str, old_absent: bool, new_absent: bool
+) -> list[str]:
+    lines = list(
+        difflib.unified_diff(
+            old,
+            new,
+            fromfile="/dev/null" if old_absent else f"a/{label}",
+            tofile="/dev/null" if new_absent else f"b/{label}",
+        )
+    )
+    # difflib leaves the last line without a newline when the text lacks one.
+    return [line if line.endswith("\n") else line + "\n" for line in lines]
+
+
+def skill_diff(old: Skill | None, new: Skill | None) -> str:
+    """Unified diff of SKILL.md text and resources from `old` to `new` (None: absent)."""
+    present = new if new is not None else old
+    name = present.name if present is not None else "?"
+    old_md = old.to_markdown().splitlines(keepends=True) if old is not None else []
+    new_md = new.to_markdown().splitlines(keepends=True) if new is not None else []
+    lines = _unified(old_md, new_md, f"{name}/SKILL.md", old is None, new is None)
+    old_res = old.resources if old is not None else {}
+    new_res = new.resources if new is not None else {}
+    for path in sorted(set(old_res) | set(new_res)):
+        before, after = old_res.get(path), new_res.get(path)
+        if before != after:
+            lines.extend(_resource_lines(path, before, after, name))
+    return "".join(lines)
+
+
+def library_diff(
+    old: dict[str, Skill], new: dict[str, Skill], old_label: str, new_label: str
+) -> str:
+    """Summary plus per-skill unified diffs from `old` to `new` (both keyed by skill name)."""
+    added = sorted(set(new) - set(old))
+    removed = sorted(set(old) - set(new))
+    changed = sorted(n for n in set(old) & set(new) if old[n] != new[n])
+    header = f"--- {old_label}\n+++ {new_label}\n"
+    if not (added or removed or changed):
+        return header + "no differences\n"
+    summary = [
+        f"added: {', '.join(added) or '-'}",
+        f"removed: {', '.join(removed) or '-'}",
+        f"changed: {', '.join(changed) or '-'}",
+    ]
+    parts = [header, "\n".join(summary) + "\n"]
+    for name in sorted(added + removed + changed):
+        kind = "added" if name in added else "removed" if name in removed else "changed"
+        parts.append(f"\n=== {kind}: {name}\n")
+        parts.append(skill_diff(old.get(name), new.get(name)))
+    return "".join(parts)

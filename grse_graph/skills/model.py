@@ -1,0 +1,607 @@
+"""The `Skill` value: one Agent Skills package (SKILL.md plus optional resource files)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+from grse_graph.errors import SkillError
+
+from .files import (
+    FileWriter,
+    atomic_write,
+    check_inside,
+    decode_utf8,
+    durable_write,
+    is_save_leftover,
+    read_bounded,
+    replace_dir,
+)
+from .frontmatter import dump_front_matter, split_front_matter
+from .limits import (
+    AGENT_PATTERN,
+    MAX_COMPATIBILITY_CHARS,
+    MAX_DESCRIPTION_CHARS,
+    MAX_NAME_CHARS,
+    MAX_RESOURCE_BYTES,
+    MAX_SKILL_MD_BYTES,
+    NAME_PATTERN,
+    RESOURCE_DIRS,
+    SKILL_FILE,
+)
+from .text import FRONT_MATTER_DELIMITER, forbidden_character, one_line
+
+# Evolution bookkeeping, stored as strings under `metadata` (the spec's only open field).
+BOOKKEEPING_PREFIX = "grse-"
+UTILITY_KEY = "grse-utility"
+PROVENANCE_KEY = "grse-provenance"
+INVOCATIONS_KEY = "grse-invocations"
+ITERATION_KEY = "grse-iteration"
+PARENT_HASH_KEY = "grse-parent-hash"
+AGENT_KEY = "grse-agent"
+BOOKKEEPING_KEYS = (
+    AGENT_KEY,
+    INVOCATIONS_KEY,
+    ITERATION_KEY,
+    PARENT_HASH_KEY,
+    PROVENANCE_KEY,
+    UTILITY_KEY,
+)
+
+FRONT_MATTER_FIELDS = (
+    "name",
+    "description",
+    "license",
+    "compatibility",
+    "allowed-tools",
+    "metadata",
+)
+
+_HASH_PATTERN = re.compile(r"^[0-9a-f]{64}$")
+_INT_PATTERN = re.compile(r"^(0|[1-9][0-9]*)$")
+
+
+def _check_text(value: str, field: str, *, front_matter: bool) -> str:
+    bad = forbidden_character(value)
+    if bad is not None:
+        raise ValueError(f"{field} contains the forbidden character {bad!r}")
+    if front_matter and FRONT_MATTER_DELIMITER in value:
+        raise ValueError(f"{field} contains '---', which ends the front matter in SKILL.md readers")
+    return value
+
+
+def check_name(name: str) -> str:
+    """Return `name` if it is a valid skill name (Agent Skills spec), else raise ValueError."""
+    if len(name) > MAX_NAME_CHARS or not NAME_PATTERN.fullmatch(name):
+        raise ValueError(
+            f"invalid name {name!r}: use 1-{MAX_NAME_CHARS} lowercase letters, digits and single "
+            "hyphens, not starting or ending with a hyphen"
+        )
+    return name
+
+
+def slugify_name(text: str) -> str:
+    """A valid skill name derived from free text ("Answer Formatting!" -> "answer-formatting").
+
+    Raises ValueError when nothing usable is left.
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:MAX_NAME_CHARS].strip("-")
+    return check_name(slug)
+
+
+def _check_resource_path(path: str) -> str:
+    if not path or "\\" in path or path.startswith("/") or "\x00" in path:
+        raise ValueError(f"resource path {path!r} escapes the skill folder or is malformed")
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise ValueError(f"resource path {path!r} escapes the skill folder or is malformed")
+    if parts[0] not in RESOURCE_DIRS or len(parts) < 2:
+        raise ValueError(
+            f"resource path {path!r} must be a file under one of {', '.join(RESOURCE_DIRS)}"
+        )
+    _check_text(path, f"resource path {path!r}", front_matter=False)
+    return path
+
+
+def _check_bookkeeping(key: str, value: str) -> None:
+    problem: str | None = None
+    if key == UTILITY_KEY:
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and -1.0 <= number <= 1.0):
+            problem = "must be a number in [-1, 1]"
+    elif key in (INVOCATIONS_KEY, ITERATION_KEY):
+        if not _INT_PATTERN.fullmatch(value):
+            problem = "must be a non-negative whole number"
+    elif key == PARENT_HASH_KEY:
+        if not _HASH_PATTERN.fullmatch(value):
+            problem = "must be a 64-character lowercase sha256 hex digest"
+    elif key == AGENT_KEY:
+        if not AGENT_PATTERN.fullmatch(value):
+            problem = "must be an agent name (lowercase letters, digits, single hyphens)"
+    elif key == PROVENANCE_KEY:
+        if not value.strip() or "\n" in value:
+            problem = "must be one non-empty line"
+    else:
+        problem = f"is not a known bookkeeping key (known: {', '.join(BOOKKEEPING_KEYS)})"
+    if problem is not None:
+        raise ValueError(f"metadata {key}={value!r} {problem}")
+
+
+class Skill(BaseModel):
+    """One skill package: SKILL.md front matter and body, plus resource files.
+
+    Values are immutable; the `with_*` helpers return changed copies (validated again).
+    Evolution bookkeeping lives in `metadata` under the `grse-*` keys with typed accessors.
+    `resources` maps paths relative to the skill folder (under references/, scripts/, assets/)
+    to file contents and travels with the skill on save, export and copy.
+
+    Direct construction raises pydantic's `ValidationError`; `Skill.build`, `Skill.parse` and
+    `Skill.load` raise a one-line `SkillError` instead.
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64"
+    )
+
+    name: str
+    description: str
+    body: str = ""
+    license: str | None = None
+    compatibility: str | None = None
+    allowed_tools: list[str] = []
+    metadata: dict[str, str] = {}
+    resources: dict[str, bytes] = {}
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        return check_name(value)
+
+    @field_validator("description")
+    @classmethod
+    def _valid_description(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("description is empty (say what the skill does and when to use it)")
+        if len(value) > MAX_DESCRIPTION_CHARS:
+            raise ValueError(
+                f"description is {len(value)} characters, over the limit of {MAX_DESCRIPTION_CHARS}"
+            )
+        return _check_text(value, "description", front_matter=True)
+
+    @field_validator("body")
+    @classmethod
+    def _canonical_body(cls, value: str) -> str:
+        # Bodies are stored in canonical form (\n line ends, no surrounding blank space) so that
+        # writing and re-reading a skill gives back exactly the same value.
+        value = value.replace("\r\n", "\n").replace("\r", "\n").strip()
+        return _check_text(value, "body", front_matter=False)
+
+    @field_validator("license")
+    @classmethod
+    def _valid_license(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("license is empty (omit it instead)")
+        return value if value is None else _check_text(value, "license", front_matter=True)
+
+    @field_validator("compatibility")
+    @classmethod
+    def _valid_compatibility(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.strip():
+            raise ValueError("compatibility is empty (omit it instead)")
+        if len(value) > MAX_COMPATIBILITY_CHARS:
+            raise ValueError(
+                f"compatibility is {len(value)} characters, over the limit of "
+                f"{MAX_COMPATIBILITY_CHARS}"
+            )
+        return _check_text(value, "compatibility", front_matter=True)
+
+    @field_validator("allowed_tools")
+    @classmethod
+    def _valid_tools(cls, value: list[str]) -> list[str]:
+        for tool in value:
+            # The spec writes allowed-tools as one space-separated string.
+            if not tool or any(c.isspace() for c in tool):
+                raise ValueError(f"allowed-tools entry {tool!r} is empty or contains whitespace")
+            _check_text(tool, "allowed-tools", front_matter=True)
+        if len(set(value)) != len(value):
+            raise ValueError("allowed-tools lists a tool twice")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _valid_metadata(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, item in value.items():
+            if not key.strip():
+                raise ValueError("metadata has an empty key")
+            _check_text(key, f"metadata key {key!r}", front_matter=True)
+            _check_text(item, f"metadata {key!r}", front_matter=True)
+            if key.startswith(BOOKKEEPING_PREFIX):
+                _check_bookkeeping(key, item)
+        return value
+
+    @field_validator("resources")
+    @classmethod
+    def _valid_resources(cls, value: dict[str, bytes]) -> dict[str, bytes]:
+        for path, data in value.items():
+            _check_resource_path(path)
+            if len(data) > MAX_RESOURCE_BYTES:
+                raise ValueError(
+                    f"resource {path!r} is {len(data)} bytes, over the limit of "
+                    f"{MAX_RESOURCE_BYTES} bytes"
+                )
+        paths = set(value)
+        for path in paths:
+            parts = path.split("/")
+            for i in range(1, len(parts)):
+                if "/".join(parts[:i]) in paths:
+                    raise ValueError(f"resource {path!r} is inside another resource file")
+        return value
+
+    @model_validator(mode="after")
+    def _fits_size_limit(self) -> Skill:
+        size = len(self.to_markdown().encode("utf-8"))
+        if size > MAX_SKILL_MD_BYTES:
+            raise ValueError(
+                f"SKILL.md would be {size} bytes, over the limit of {MAX_SKILL_MD_BYTES} bytes"
+            )
+        return self
+
+    def __hash__(self) -> int:
+        # Consistent with equality (all fields), usable in sets and as dict keys.
+        return hash((self.to_markdown(), tuple(sorted(self.resources.items()))))
+
+    # ----- construction ------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, source: str = "<skill>", **fields: Any) -> Skill:
+        """Construct a skill, turning validation failures into a one-line `SkillError`.
+
+        `source` names where the values came from (a file, an operator) in the message.
+        """
+        try:
+            return cls(**fields)
+        except ValidationError as error:
+            raise SkillError(validation_lines(error, source)[0]) from None
+
+    @classmethod
+    def parse(cls, text: str, source: str, resources: Mapping[str, bytes] | None = None) -> Skill:
+        """Parse SKILL.md text. `source` (usually the file path) prefixes every error message."""
+        size = len(text.encode("utf-8", errors="surrogatepass"))
+        if size > MAX_SKILL_MD_BYTES:
+            raise SkillError(
+                f"{source}: SKILL.md is {size} bytes, over the limit of {MAX_SKILL_MD_BYTES} bytes"
+            )
+        data, body = split_front_matter(text, source)
+        fields = _front_matter_to_fields(data, source)
+        return cls.build(source, body=body, resources=dict(resources or {}), **fields)
+
+    @classmethod
+    def load(cls, directory: Path | str) -> Skill:
+        """Read a skill folder (SKILL.md plus references/, scripts/, assets/).
+
+        The folder name must equal the skill name; resource symlinks must stay inside the folder.
+        """
+        skill, problems = read_skill_folder(Path(directory))
+        if skill is None or problems:
+            raise SkillError(problems[0])
+        return skill
+
+    # ----- writing -----------------------------------------------------------------------
+
+    def front_matter(self) -> dict[str, Any]:
+        """The front-matter mapping in the fixed key order used on disk."""
+        fields: dict[str, Any] = {"name": self.name, "description": self.description}
+        if self.license is not None:
+            fields["license"] = self.license
+        if self.compatibility is not None:
+            fields["compatibility"] = self.compatibility
+        if self.allowed_tools:
+            fields["allowed-tools"] = " ".join(self.allowed_tools)
+        if self.metadata:
+            fields["metadata"] = dict(sorted(self.metadata.items()))
+        return fields
+
+    def to_markdown(self) -> str:
+        """The SKILL.md text: YAML front matter between `---` lines, a blank line, the body."""
+        text = f"---\n{dump_front_matter(self.front_matter())}---\n"
+        if self.body:
+            text += f"\n{self.body}\n"
+        return text
+
+    def save(self, directory: Path | str, *, writer: FileWriter = durable_write) -> None:
+        """Write this skill to its folder (whose name must equal the skill name), atomically.
+
+        An existing folder that already holds an equal skill is left untouched, byte for byte.
+        Resource files on disk that the skill no longer has are removed. `writer` writes each
+        file before it goes live (inject a failing one to test crash safety).
+        """
+        directory = Path(directory)
+        if directory.name != self.name:
+            raise SkillError(
+                f"{directory}: folder name {directory.name!r} must equal "
+                f"the skill name {self.name!r}"
+            )
+        existing = _existing_equal(directory)
+        if existing == self:
+            return
+        if directory.exists():
+            _check_replaceable_skill_folder(directory)
+        has_resource_dirs = any((directory / d).exists() for d in RESOURCE_DIRS)
+        if not self.resources and not has_resource_dirs and directory.is_dir():
+            atomic_write(directory / SKILL_FILE, self.to_markdown().encode("utf-8"), writer)
+            return
+        replace_dir(directory, lambda temporary: self.write_files(temporary, writer))
+
+    def write_files(self, directory: Path, writer: FileWriter = durable_write) -> None:
+        """Write SKILL.md and resources into an existing folder that is not yet live."""
+        writer(directory / SKILL_FILE, self.to_markdown().encode("utf-8"))
+        for path, data in sorted(self.resources.items()):
+            writer(directory / path, data)
+
+    # ----- identity ----------------------------------------------------------------------
+
+    def content_hash(self) -> str:
+        """sha256 of everything an agent sees or runs: name, description, body, license,
+        compatibility, allowed tools, non-bookkeeping metadata and resources.
+
+        The `grse-*` bookkeeping keys are excluded, so updating utility or counts keeps the hash
+        (and `grse-parent-hash` can name the parent's hash without a cycle).
+        """
+        payload = {
+            "name": self.name,
+            "description": self.description,
+            "body": self.body,
+            "license": self.license,
+            "compatibility": self.compatibility,
+            "allowed_tools": self.allowed_tools,
+            "metadata": {
+                k: v for k, v in self.metadata.items() if not k.startswith(BOOKKEEPING_PREFIX)
+            },
+            "resources": {k: hashlib.sha256(v).hexdigest() for k, v in self.resources.items()},
+        }
+        encoded = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        return hashlib.sha256(encoded).hexdigest()
+
+    # ----- bookkeeping accessors ---------------------------------------------------------
+
+    @property
+    def utility(self) -> float | None:
+        """The recorded utility in [-1, 1], or None when none was recorded."""
+        value = self.metadata.get(UTILITY_KEY)
+        return None if value is None else float(value)
+
+    @property
+    def provenance(self) -> str | None:
+        """How the skill came to be (for example `seed`, `induced`, `refined`)."""
+        return self.metadata.get(PROVENANCE_KEY)
+
+    @property
+    def invocations(self) -> int:
+        """How often the skill was recorded as used (0 when never recorded)."""
+        return int(self.metadata.get(INVOCATIONS_KEY, "0"))
+
+    @property
+    def iteration(self) -> int | None:
+        """The training iteration that produced this version."""
+        value = self.metadata.get(ITERATION_KEY)
+        return None if value is None else int(value)
+
+    @property
+    def parent_hash(self) -> str | None:
+        """`content_hash()` of the version this one was derived from."""
+        return self.metadata.get(PARENT_HASH_KEY)
+
+    @property
+    def agent(self) -> str | None:
+        """The agent that owns this skill."""
+        return self.metadata.get(AGENT_KEY)
+
+    def _with_meta(self, key: str, value: str | None) -> Skill:
+        metadata = dict(self.metadata)
+        if value is None:
+            metadata.pop(key, None)
+        else:
+            metadata[key] = value
+        return self.model_validate({**self._fields(), "metadata": metadata})
+
+    def _fields(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+    def with_utility(self, utility: float | None) -> Skill:
+        """A copy with the utility set (None removes it)."""
+        return self._with_meta(UTILITY_KEY, None if utility is None else repr(float(utility)))
+
+    def with_provenance(self, provenance: str | None) -> Skill:
+        """A copy with the provenance set (None removes it)."""
+        return self._with_meta(PROVENANCE_KEY, provenance)
+
+    def with_invocations(self, count: int) -> Skill:
+        """A copy with the invocation count set."""
+        return self._with_meta(INVOCATIONS_KEY, str(count))
+
+    def with_iteration(self, iteration: int | None) -> Skill:
+        """A copy with the producing iteration set (None removes it)."""
+        return self._with_meta(ITERATION_KEY, None if iteration is None else str(iteration))
+
+    def with_parent_hash(self, parent_hash: str | None) -> Skill:
+        """A copy that names its parent version's content hash (None removes it)."""
+        return self._with_meta(PARENT_HASH_KEY, parent_hash)
+
+    def with_agent(self, agent: str | None) -> Skill:
+        """A copy with the owning agent set (None removes it)."""
+        return self._with_meta(AGENT_KEY, agent)
+
+    def with_body(self, body: str) -> Skill:
+        """A copy with a new body (validated)."""
+        return self.model_validate({**self._fields(), "body": body})
+
+    def with_description(self, description: str) -> Skill:
+        """A copy with a new description (validated)."""
+        return self.model_validate({**self._fields(), "description": description})
+
+    def derive(self, **changes: Any) -> Skill:
+        """A validated copy with any fields changed, recording this version as the parent."""
+        fields = {**self._fields(), **changes}
+        metadata = dict(fields.get("metadata") or {})
+        metadata[PARENT_HASH_KEY] = self.content_hash()
+        fields["metadata"] = metadata
+        return self.model_validate(fields)
+
+
+# ----- helpers shared with the library and validation code -------------------------------
+
+
+def validation_lines(error: ValidationError, source: str) -> list[str]:
+    """One line per pydantic error, prefixed with `source`, with front-matter field names."""
+    lines = []
+    for item in error.errors():
+        location = ".".join(str(part) for part in item["loc"])
+        location = location.replace("allowed_tools", "allowed-tools")
+        message = str(item["msg"])
+        if message.startswith("Value error, "):
+            # Our own validators already name the field in their message.
+            message, location = message.removeprefix("Value error, "), ""
+        prefix = f"{source}: {location}: " if location else f"{source}: "
+        lines.append(one_line(prefix + message))
+    return lines
+
+
+def _front_matter_to_fields(data: dict[Any, Any], source: str) -> dict[str, Any]:
+    unknown = sorted(str(key) for key in data if key not in FRONT_MATTER_FIELDS)
+    if unknown:
+        raise SkillError(
+            f"{source}: unknown front-matter field {unknown[0]!r} "
+            f"(allowed: {', '.join(FRONT_MATTER_FIELDS)})"
+        )
+    for required in ("name", "description"):
+        if required not in data:
+            raise SkillError(f"{source}: front matter is missing the required field {required!r}")
+    fields: dict[str, Any] = {}
+    for key in ("name", "description", "license", "compatibility"):
+        if key in data:
+            if not isinstance(data[key], str):
+                raise SkillError(f"{source}: front-matter field {key!r} must be a single string")
+            fields[key] = data[key]
+    tools = data.get("allowed-tools")
+    if tools is not None:
+        if isinstance(tools, str):
+            fields["allowed_tools"] = tools.split()
+        elif isinstance(tools, list) and all(isinstance(t, str) for t in tools):
+            fields["allowed_tools"] = list(tools)
+        else:
+            raise SkillError(f"{source}: allowed-tools must be a space-separated string or a list")
+    metadata = data.get("metadata")
+    if metadata is not None:
+        if not isinstance(metadata, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+        ):
+            raise SkillError(f"{source}: metadata must map strings to strings")
+        fields["metadata"] = metadata
+    return fields
+
+
+def _read_resources(directory: Path, problems: list[str]) -> dict[str, bytes]:
+    resources: dict[str, bytes] = {}
+    visited: set[Path] = set()
+
+    def walk(folder: Path) -> None:
+        resolved = folder.resolve()
+        if resolved in visited:
+            problems.append(f"{folder}: symlink loop")
+            return
+        visited.add(resolved)
+        for child in sorted(folder.iterdir()):
+            try:
+                if child.is_symlink():
+                    check_inside(child, directory, "skill folder")
+                if child.is_dir():
+                    walk(child)
+                    continue
+                key = child.relative_to(directory).as_posix()
+                _check_resource_path(key)
+                resources[key] = read_bounded(child, MAX_RESOURCE_BYTES, "resource file")
+            except SkillError as error:
+                problems.append(str(error))
+            except ValueError as error:
+                problems.append(f"{child}: {error}")
+
+    for name in RESOURCE_DIRS:
+        folder = directory / name
+        if not folder.exists() and not folder.is_symlink():
+            continue
+        try:
+            if folder.is_symlink():
+                check_inside(folder, directory, "skill folder")
+            if not folder.is_dir():
+                raise SkillError(f"{folder}: must be a folder")
+            walk(folder)
+        except SkillError as error:
+            problems.append(str(error))
+    return resources
+
+
+def read_skill_folder(directory: Path) -> tuple[Skill | None, list[str]]:
+    """Read a skill folder, collecting every problem found (one line each)."""
+    problems: list[str] = []
+    if not directory.is_dir():
+        return None, [f"{directory}: skill folder does not exist or is not a folder"]
+    skill_file = directory / SKILL_FILE
+    for child in sorted(directory.iterdir()):
+        if is_save_leftover(child.name):
+            continue
+        if child.name != SKILL_FILE and child.name not in RESOURCE_DIRS:
+            problems.append(
+                f"{child}: unexpected entry (a skill folder holds only {SKILL_FILE}, "
+                f"{', '.join(d + '/' for d in RESOURCE_DIRS)})"
+            )
+    resources = _read_resources(directory, problems)
+    skill: Skill | None = None
+    try:
+        if not skill_file.exists():
+            raise SkillError(f"{skill_file}: missing (every skill folder needs a {SKILL_FILE})")
+        if skill_file.is_symlink():
+            check_inside(skill_file, directory, "skill folder")
+        text = decode_utf8(read_bounded(skill_file, MAX_SKILL_MD_BYTES, SKILL_FILE), skill_file)
+        skill = Skill.parse(text, str(skill_file), resources)
+    except SkillError as error:
+        problems.insert(0, str(error))
+    if skill is not None and skill.name != directory.name:
+        problems.insert(
+            0,
+            f"{skill_file}: name {skill.name!r} does not match its folder name {directory.name!r}",
+        )
+    return skill, problems
+
+
+def _existing_equal(directory: Path) -> Skill | None:
+    if not (directory / SKILL_FILE).is_file():
+        return None
+    try:
+        return Skill.load(directory)
+    except SkillError:
+        return None
+
+
+def _check_replaceable_skill_folder(directory: Path) -> None:
+    # Replacing a folder deletes what it holds, so refuse anything that is not ours to delete.
+    if not directory.is_dir() or directory.is_symlink():
+        raise SkillError(f"{directory}: exists and is not a skill folder; refusing to overwrite")
+    for child in directory.iterdir():
+        if is_save_leftover(child.name):
+            continue
+        if child.name != SKILL_FILE and child.name not in RESOURCE_DIRS:
+            raise SkillError(
+                f"{child}: unexpected entry in a skill folder; refusing to overwrite it"
+            )

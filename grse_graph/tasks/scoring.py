@@ -1,0 +1,54 @@
+"""Routes a prediction to the right official scorer and packs reward and metrics."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from grse_graph.errors import TaskError
+from grse_graph.metrics.hotpotqa import hotpot_em, hotpot_f1
+from grse_graph.metrics.locomo import locomo_bleu, locomo_f1
+from grse_graph.tasks.base import ScoredAnswer, TaskQuestion
+
+MetricName = Literal["hotpotqa", "locomo", "exact"]
+METRIC_NAMES: tuple[str, ...] = ("hotpotqa", "locomo", "exact")
+
+
+def score_hotpotqa(prediction: str, gold: str) -> ScoredAnswer:
+    """Reward = official HotpotQA token F1; metrics f1 and em."""
+    f1 = hotpot_f1(prediction, gold)
+    return ScoredAnswer(reward=f1, metrics={"f1": f1, "em": hotpot_em(prediction, gold)})
+
+
+def score_locomo(prediction: str, gold: str, category: int) -> ScoredAnswer:
+    """Reward = (category F1 + smoothed BLEU) / 2; metrics f1 and bleu."""
+    f1 = locomo_f1(prediction, gold, category)
+    bleu = locomo_bleu(prediction, gold, category)
+    return ScoredAnswer(reward=(f1 + bleu) / 2, metrics={"f1": f1, "bleu": bleu})
+
+
+def score_exact(prediction: str, gold: str) -> ScoredAnswer:
+    """Reward = HotpotQA-normalised exact match; metric em."""
+    em = hotpot_em(prediction, gold)
+    return ScoredAnswer(reward=em, metrics={"em": em})
+
+
+def locomo_category_of(question: TaskQuestion) -> int:
+    """The LoCoMo category number a question is scored under."""
+    category = question.context.get("locomo_category")
+    if not isinstance(category, int) or isinstance(category, bool) or not 1 <= category <= 4:
+        raise TaskError(
+            f"question {question.id}: LoCoMo scoring needs context.locomo_category 1-4, "
+            f"got {category!r}"
+        )
+    return category
+
+
+def score_with(metric: str, question: TaskQuestion, prediction: str) -> ScoredAnswer:
+    """Score `prediction` for `question` with the named metric."""
+    if metric == "hotpotqa":
+        return score_hotpotqa(prediction, question.answer)
+    if metric == "locomo":
+        return score_locomo(prediction, question.answer, locomo_category_of(question))
+    if metric == "exact":
+        return score_exact(prediction, question.answer)
+    raise TaskError(f"unknown metric '{metric}' (known: {', '.join(METRIC_NAMES)})")

@@ -1,0 +1,42 @@
+"""The agent team: a TeamSpec compiled into a LangGraph StateGraph that yields Rollouts."""
+
+from .answer import extract_answer
+from .graph import build_team_graph, compose_input, input_ref, question_kind
+from .rollout import Rollout, Step, StepUsage, ToolCallRecord
+from .run import run_rollout
+from .spec import (
+    FIRST_AGENT,
+    SECOND_AGENT,
+    AgentSpec,
+    QuestionKind,
+    SkillMode,
+    TeamSpec,
+    Topology,
+    default_team,
+)
+from .state import TeamState
+from .topology import TOPOLOGIES, topology_builder
+
+__all__ = [
+    "FIRST_AGENT",
+    "SECOND_AGENT",
+    "TOPOLOGIES",
+    "AgentSpec",
+    "QuestionKind",
+    "Rollout",
+    "SkillMode",
+    "Step",
+    "StepUsage",
+    "TeamSpec",
+    "TeamState",
+    "ToolCallRecord",
+    "Topology",
+    "build_team_graph",
+    "compose_input",
+    "default_team",
+    "extract_answer",
+    "input_ref",
+    "question_kind",
+    "run_rollout",
+    "topology_builder",
+]

@@ -1,0 +1,194 @@
+"""One agent's turn: system prompt with skills, a bounded tool loop, and the recorded `Step`."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel, ConfigDict
+
+from grse_graph.skills.render import SKILL_TOOL_NAME
+
+from .rollout import Step, StepUsage, ToolCallRecord
+
+
+class AgentTurnInput(BaseModel):
+    """Everything one agent turn needs besides the model: prompts, tools and budgets."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    index: int
+    agent: str
+    system_prompt: str
+    user_input: str
+    input_ref: str | None = None
+    task_tools: tuple[BaseTool, ...] = ()
+    skill_tool: BaseTool | None = None
+    max_tool_calls: int = 0
+    max_skill_loads: int = 0
+    force_first_tool: bool = False
+    skills_present: tuple[str, ...] = ()
+
+
+def usage_of(reply: AIMessage, latency_s: float) -> StepUsage:
+    """Token usage (from `usage_metadata`) and latency of one model call."""
+    meta: dict[str, Any] = dict(reply.usage_metadata or {})
+    details: dict[str, Any] = dict(meta.get("input_token_details") or {})
+    return StepUsage(
+        prompt_tokens=int(meta.get("input_tokens", 0)),
+        completion_tokens=int(meta.get("output_tokens", 0)),
+        cached_prompt_tokens=int(details.get("cache_read", 0) or 0),
+        model_calls=1,
+        latency_s=latency_s,
+    )
+
+
+def add_usage(total: StepUsage, more: StepUsage) -> StepUsage:
+    """The sum of two usages."""
+    return StepUsage(
+        prompt_tokens=total.prompt_tokens + more.prompt_tokens,
+        completion_tokens=total.completion_tokens + more.completion_tokens,
+        cached_prompt_tokens=total.cached_prompt_tokens + more.cached_prompt_tokens,
+        model_calls=total.model_calls + more.model_calls,
+        latency_s=total.latency_s + more.latency_s,
+    )
+
+
+class _UsageMeter:
+    """Sums token usage and latency over the model calls of one turn."""
+
+    def __init__(self) -> None:
+        self.usage = StepUsage()
+
+    async def call(
+        self, model: Any, messages: Sequence[BaseMessage], config: RunnableConfig | None
+    ) -> AIMessage:
+        started = time.perf_counter()
+        reply = await model.ainvoke(list(messages), config=config)
+        elapsed = time.perf_counter() - started
+        if not isinstance(reply, AIMessage):
+            raise TypeError(f"chat model returned {type(reply).__name__}, expected AIMessage")
+        self.usage = add_usage(self.usage, usage_of(reply, elapsed))
+        return reply
+
+
+def _render_result(result: Any) -> str:
+    if isinstance(result, ToolMessage):
+        return result.text
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(result)
+
+
+async def _execute(
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig | None
+) -> ToolCallRecord:
+    """Run one tool call. A tool that raises is recorded as a failed call, not a failed rollout:
+    the agent sees the error and the critic can diagnose a tool failure."""
+    try:
+        result = await tool.ainvoke(args, config=config)
+    except Exception as error:
+        return ToolCallRecord(
+            name=tool.name, arguments=args, error=f"{type(error).__name__}: {error}"
+        )
+    return ToolCallRecord(name=tool.name, arguments=args, result=_render_result(result))
+
+
+def _replayable(reply: AIMessage) -> AIMessage:
+    """The tool-calling reply as it is sent back in the history.
+
+    langchain-openai sends an empty content as `null` next to tool calls, which
+    llama-cpp-python's server rejects (its assistant message needs a string); one space is
+    accepted everywhere and changes nothing the model reads.
+    """
+    if reply.text.strip():
+        return reply
+    return reply.model_copy(update={"content": " "})
+
+
+async def run_agent_turn(
+    model: BaseChatModel, turn: AgentTurnInput, config: RunnableConfig | None = None
+) -> Step:
+    """Run one agent: model calls with tools until it answers in text or its budgets run out.
+
+    Task-tool calls are capped by `max_tool_calls` and skill loads by `max_skill_loads`; once a
+    budget is spent that tool is no longer offered, and a call beyond it is answered with an
+    error message (and recorded). The last possible model call is always made without tools, so
+    the turn ends with text. Model and HTTP errors propagate to the caller.
+    """
+    meter = _UsageMeter()
+    messages: list[BaseMessage] = [
+        SystemMessage(content=turn.system_prompt),
+        HumanMessage(content=turn.user_input),
+    ]
+    records: list[ToolCallRecord] = []
+    task_calls = 0
+    skill_loads = 0
+    by_name = {t.name: t for t in turn.task_tools}
+    max_turns = turn.max_tool_calls + turn.max_skill_loads + 1
+    reply = AIMessage(content="")
+    for model_call in range(max_turns):
+        offered: list[BaseTool] = []
+        if task_calls < turn.max_tool_calls:
+            offered.extend(turn.task_tools)
+        if turn.skill_tool is not None and skill_loads < turn.max_skill_loads:
+            offered.append(turn.skill_tool)
+        with_tools = bool(offered) and model_call < max_turns - 1
+        if with_tools:
+            force = turn.force_first_tool and model_call == 0 and turn.task_tools
+            bound: Any = (
+                model.bind_tools(offered, tool_choice=turn.task_tools[0].name)
+                if force
+                else model.bind_tools(offered)
+            )
+        else:
+            bound = model
+        reply = await meter.call(bound, messages, config)
+        if not reply.tool_calls or not with_tools:
+            break
+        messages.append(_replayable(reply))
+        for call in reply.tool_calls:
+            name, args, call_id = call["name"], dict(call.get("args") or {}), call.get("id") or ""
+            if name == SKILL_TOOL_NAME and turn.skill_tool is not None:
+                if skill_loads >= turn.max_skill_loads:
+                    record = ToolCallRecord(
+                        name=name, arguments=args, error="skill load limit reached"
+                    )
+                else:
+                    skill_loads += 1
+                    record = await _execute(turn.skill_tool, args, config)
+            elif name in by_name:
+                if task_calls >= turn.max_tool_calls:
+                    record = ToolCallRecord(
+                        name=name, arguments=args, error="tool call limit reached"
+                    )
+                else:
+                    task_calls += 1
+                    record = await _execute(by_name[name], args, config)
+            else:
+                # An invented tool name still spends budget, so a confused model cannot loop.
+                task_calls += 1
+                record = ToolCallRecord(name=name, arguments=args, error=f"unknown tool {name!r}")
+            records.append(record)
+            content = record.result if record.error is None else f"Error: {record.error}"
+            messages.append(ToolMessage(content=content, tool_call_id=call_id, name=name))
+    return Step(
+        index=turn.index,
+        agent=turn.agent,
+        system_prompt=turn.system_prompt,
+        input=turn.user_input,
+        input_ref=turn.input_ref,
+        output=reply.text.strip(),
+        tool_calls=records,
+        skills_present=list(turn.skills_present),
+        usage=meter.usage,
+    )

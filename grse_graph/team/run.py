@@ -1,0 +1,65 @@
+"""Run one team execution for one question and score it: the `Rollout`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
+from grse_graph.tasks.base import Task, TaskQuestion
+
+from .graph import build_team_graph
+from .rollout import Rollout, Step
+from .spec import TeamSpec
+from .state import TeamState
+
+# Each agent is one node; the limit only guards against a topology that loops by mistake.
+_RECURSION_PER_AGENT = 4
+
+
+async def run_rollout(
+    spec: TeamSpec,
+    task: Task,
+    question: TaskQuestion,
+    provider: ChatModelProvider,
+    *,
+    sampling: SamplingSettings,
+    rollout_id: str,
+    group_index: int = 0,
+    metadata: dict[str, Any] | None = None,
+    max_tokens: int | None = None,
+) -> Rollout:
+    """Execute the team once from a fresh state and score its answer with `task.score`.
+
+    The rollout and question ids (and `metadata`) go into the run config metadata so a LangSmith
+    trace can be found from the rollout. The seed recorded is `sampling.seed`. Model and HTTP
+    errors propagate; callers decide whether to retry or record the failure.
+    """
+    graph = build_team_graph(spec, task, provider, sampling=sampling, max_tokens=max_tokens)
+    config: RunnableConfig = {
+        "run_name": f"team:{question.id}",
+        "metadata": {
+            **(metadata or {}),
+            "rollout_id": rollout_id,
+            "question_id": question.id,
+            "group_index": group_index,
+            "task": task.name,
+        },
+        "tags": ["grse-team"],
+        "recursion_limit": _RECURSION_PER_AGENT * len(spec.agents) + 5,
+    }
+    result = await graph.ainvoke(TeamState(question=question), config=config)
+    steps = [s if isinstance(s, Step) else Step.model_validate(s) for s in result["steps"]]
+    answer = str(result["answer"])
+    scored = task.score(question, answer)
+    return Rollout(
+        rollout_id=rollout_id,
+        question_id=question.id,
+        group_index=group_index,
+        seed=sampling.seed,
+        steps=steps,
+        answer=answer,
+        reward=scored.reward,
+        metrics=scored.metrics,
+    )

@@ -1,0 +1,169 @@
+"""What a team is: agents (role, tools, skill library, how skills are given) and a topology.
+
+A `TeamSpec` is data; `grse_graph.team.graph.build_team_graph` compiles it into a LangGraph
+`StateGraph` with the builder registered for its `topology`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from grse_graph.errors import ConfigError
+from grse_graph.skills import SkillLibrary
+from grse_graph.tasks.base import Task
+
+from .prompts import load_prompt
+
+SkillMode = Literal["inline", "tool"]
+QuestionKind = Literal["passages", "conversation"]
+# A discriminator: new topologies ("supervisor", "peers") add a literal and a builder in
+# `grse_graph.team.topology`, nothing else.
+Topology = Literal["sequential"]
+
+
+class AgentSpec(BaseModel):
+    """One agent of a team.
+
+    `role` is the role prompt; `role_by_kind` overrides it per question kind, for tasks that mix
+    passage questions and conversation questions (the demo task). `tools` names the task tools
+    the agent may use (None: every tool the task gives this agent). `max_tool_calls` caps the
+    task-tool calls of one turn; `force_first_tool` makes the first model call a forced call of
+    the first task tool (retrievers must search before they can say anything useful, and small
+    models do not call tools reliably on their own). `sees_tool_results` passes the tool results
+    of earlier agents into this agent's input, so a reasoner reads the retrieved turns verbatim.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
+    role: str
+    role_by_kind: dict[QuestionKind, str] = Field(default_factory=dict)
+    tools: tuple[str, ...] | None = None
+    library: SkillLibrary
+    skill_mode: SkillMode = "inline"
+    max_tool_calls: int = Field(default=3, ge=0)
+    force_first_tool: bool = False
+    sees_tool_results: bool = False
+
+    def role_for(self, kind: QuestionKind) -> str:
+        """The role prompt for a question of this kind."""
+        return self.role_by_kind.get(kind, self.role)
+
+
+class TeamSpec(BaseModel):
+    """Agents and how they are connected. For `sequential`, the last agent gives the answer."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agents: tuple[AgentSpec, ...] = Field(min_length=1)
+    topology: Topology = "sequential"
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> TeamSpec:
+        names = [a.name for a in self.agents]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"agent names must be unique, repeated: {', '.join(duplicates)}")
+        return self
+
+    @property
+    def agent_names(self) -> list[str]:
+        """Agent names in team order."""
+        return [a.name for a in self.agents]
+
+    def agent(self, name: str) -> AgentSpec:
+        """The agent with this name (KeyError naming the known agents otherwise)."""
+        for agent in self.agents:
+            if agent.name == name:
+                return agent
+        raise KeyError(f"no agent {name!r} in team (agents: {', '.join(self.agent_names)})")
+
+    def with_library(self, agent: str, library: SkillLibrary) -> TeamSpec:
+        """A copy of the team with one agent's library replaced."""
+        self.agent(agent)
+        agents = tuple(
+            a.model_copy(update={"library": library}) if a.name == agent else a for a in self.agents
+        )
+        return self.model_copy(update={"agents": agents})
+
+    def with_libraries(self, libraries: Mapping[str, SkillLibrary]) -> TeamSpec:
+        """A copy of the team with several agents' libraries replaced."""
+        team = self
+        for name, library in libraries.items():
+            team = team.with_library(name, library)
+        return team
+
+    def with_skill_mode(self, mode: SkillMode) -> TeamSpec:
+        """A copy of the team where every agent receives its skills in this mode."""
+        agents = tuple(a.model_copy(update={"skill_mode": mode}) for a in self.agents)
+        return self.model_copy(update={"agents": agents})
+
+    def libraries(self) -> dict[str, SkillLibrary]:
+        """Each agent's current skill library, by agent name."""
+        return {a.name: a.library for a in self.agents}
+
+
+# The paper's two agents. The names are the same for every task kind so a skill library trained
+# on one split of the demo task (mixed kinds) belongs to the same agent on every question.
+FIRST_AGENT = "retriever"
+SECOND_AGENT = "reasoner"
+
+# The paper's retriever makes at most 3 grep calls per rollout.
+RETRIEVER_TOOL_CALLS = 3
+
+
+def default_team(
+    task: Task,
+    libraries: Mapping[str, SkillLibrary] | None = None,
+    skill_mode: SkillMode = "inline",
+) -> TeamSpec:
+    """The paper's two-agent sequential team for a task (GUIDE §4).
+
+    Passage tasks (HotpotQA): the first agent reasons over the passages and extracts the evidence
+    and bridge entity; the second sees the input and that response and writes the short answer.
+    Conversation tasks (LoCoMo): the first agent retrieves evidence with the task's search tool
+    (at most 3 calls, the first one forced); the second answers from the retrieved evidence only.
+    Mixed tasks get both role texts and choose per question by whether the task gives the first
+    agent tools. Agents without a library in `libraries` start empty.
+    """
+    libraries = dict(libraries or {})
+    unknown = sorted(set(libraries) - {FIRST_AGENT, SECOND_AGENT})
+    if unknown:
+        raise ConfigError(
+            f"no agent {unknown[0]!r} in the default team (agents: {FIRST_AGENT}, {SECOND_AGENT})"
+        )
+    roles_first: dict[QuestionKind, str] = {
+        "passages": load_prompt("passages_reasoner"),
+        "conversation": load_prompt("conversation_retriever"),
+    }
+    roles_second: dict[QuestionKind, str] = {
+        "passages": load_prompt("passages_answerer"),
+        "conversation": load_prompt("conversation_reasoner"),
+    }
+    kind = task.kind
+    main: QuestionKind = "conversation" if kind == "conversation" else "passages"
+    by_kind_first: dict[QuestionKind, str] = roles_first if kind == "mixed" else {}
+    by_kind_second: dict[QuestionKind, str] = roles_second if kind == "mixed" else {}
+    first = AgentSpec(
+        name=FIRST_AGENT,
+        role=roles_first[main],
+        role_by_kind=by_kind_first,
+        library=libraries.get(FIRST_AGENT, SkillLibrary.empty(FIRST_AGENT)),
+        skill_mode=skill_mode,
+        max_tool_calls=RETRIEVER_TOOL_CALLS,
+        force_first_tool=kind != "passages",
+    )
+    second = AgentSpec(
+        name=SECOND_AGENT,
+        role=roles_second[main],
+        role_by_kind=by_kind_second,
+        library=libraries.get(SECOND_AGENT, SkillLibrary.empty(SECOND_AGENT)),
+        skill_mode=skill_mode,
+        tools=(),
+        max_tool_calls=0,
+        sees_tool_results=kind != "passages",
+    )
+    return TeamSpec(agents=(first, second))

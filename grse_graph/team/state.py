@@ -1,0 +1,32 @@
+"""The state a team graph carries: the question, each agent's output and the recorded steps."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from grse_graph.tasks.base import TaskQuestion
+
+from .rollout import Step
+from .spec import QuestionKind
+
+
+def merge_outputs(left: dict[str, str], right: dict[str, str]) -> dict[str, str]:
+    """Reducer: later agents add their outputs; an agent that runs again replaces its own."""
+    return {**left, **right}
+
+
+class TeamState(BaseModel):
+    """State of one team execution.
+
+    `kind` is decided once per question (passages or conversation) by the first node that runs;
+    `answer` is written by the agent that gives the team's final answer.
+    """
+
+    question: TaskQuestion
+    kind: QuestionKind | None = None
+    outputs: Annotated[dict[str, str], merge_outputs] = Field(default_factory=dict)
+    steps: Annotated[list[Step], operator.add] = Field(default_factory=list)
+    answer: str = ""

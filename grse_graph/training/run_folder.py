@@ -1,0 +1,169 @@
+"""The run folder of one training run: every artifact, written durably and read back typed.
+
+Layout::
+
+    RUN/config.json                         TrainConfig
+    RUN/libraries/iter_<t>/<agent>/<skill>/SKILL.md   libraries after iteration t (0 = start)
+    RUN/candidates/iter_<t>/<agent>/...     candidate libraries proposed in iteration t
+    RUN/rollouts.jsonl                      RolloutRecord (training rollouts)
+    RUN/critiques.jsonl                     CritiqueRecord (advantages, diagnoses with checks)
+    RUN/aggregates.jsonl                    AggregateRecord
+    RUN/operators.jsonl                     OperatorLine
+    RUN/candidates.jsonl                    CandidateRecord (which agents' libraries changed)
+    RUN/reviews.jsonl                       ReviewRecord (`--review` only)
+    RUN/validation.jsonl                    ValidationRecord
+    RUN/gate.jsonl                          GateRecord
+    RUN/usage.json                          per-role token and time accounting
+    RUN/report.md, RUN/plots/*.png          the final report
+    RUN/checkpoints.sqlite                  LangGraph checkpoints (CLI runner only)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from grse_graph.skills import SkillLibrary
+
+from .config import TrainConfig
+from .jsonl import JsonlStore, RunFolderError
+from .records import (
+    AggregateRecord,
+    CandidateRecord,
+    CritiqueRecord,
+    GateRecord,
+    OperatorLine,
+    ReviewRecord,
+    RolloutRecord,
+    ValidationRecord,
+)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+class RunFolder:
+    """Typed access to a run folder. Creating the object touches nothing on disk."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.rollouts = JsonlStore(
+            self.path / "rollouts.jsonl", RolloutRecord, key=lambda r: r.unit_id
+        )
+        self.critiques = JsonlStore(
+            self.path / "critiques.jsonl", CritiqueRecord, key=lambda r: r.unit_id
+        )
+        self.aggregates = JsonlStore(
+            self.path / "aggregates.jsonl", AggregateRecord, key=lambda r: str(r.iteration)
+        )
+        self.operators = JsonlStore(self.path / "operators.jsonl", OperatorLine)
+        self.candidates = JsonlStore(
+            self.path / "candidates.jsonl", CandidateRecord, key=lambda r: str(r.iteration)
+        )
+        self.reviews = JsonlStore(self.path / "reviews.jsonl", ReviewRecord)
+        self.validation = JsonlStore(
+            self.path / "validation.jsonl", ValidationRecord, key=lambda r: r.unit_id
+        )
+        self.gate = JsonlStore(self.path / "gate.jsonl", GateRecord, key=lambda r: str(r.iteration))
+
+    # -- files -------------------------------------------------------------------------------
+
+    @property
+    def config_path(self) -> Path:
+        """RUN/config.json."""
+        return self.path / "config.json"
+
+    @property
+    def checkpoint_path(self) -> Path:
+        """RUN/checkpoints.sqlite (the CLI runner's LangGraph checkpointer)."""
+        return self.path / "checkpoints.sqlite"
+
+    @property
+    def usage_path(self) -> Path:
+        """RUN/usage.json."""
+        return self.path / "usage.json"
+
+    @property
+    def report_path(self) -> Path:
+        """RUN/report.md."""
+        return self.path / "report.md"
+
+    @property
+    def plots_dir(self) -> Path:
+        """RUN/plots."""
+        return self.path / "plots"
+
+    def exists(self) -> bool:
+        """Whether this folder already holds a run (its config.json)."""
+        return self.config_path.exists()
+
+    # -- config ------------------------------------------------------------------------------
+
+    def write_config(self, config: TrainConfig) -> None:
+        """Write config.json atomically."""
+        _write_atomic(self.config_path, config.model_dump_json(indent=2) + "\n")
+
+    def read_config(self) -> TrainConfig:
+        """Read config.json back (one-line error naming the file otherwise)."""
+        if not self.config_path.exists():
+            raise RunFolderError(f"{self.config_path}: no such file (not a run folder)")
+        try:
+            return TrainConfig.model_validate_json(self.config_path.read_text("utf-8"))
+        except ValueError as error:
+            raise RunFolderError(f"{self.config_path}: {str(error).splitlines()[0]}") from None
+
+    # -- libraries ---------------------------------------------------------------------------
+
+    def library_dir(self, iteration: int, agent: str) -> Path:
+        """RUN/libraries/iter_<t>/<agent>: the library of `agent` after iteration t."""
+        return self.path / "libraries" / f"iter_{iteration}" / agent
+
+    def candidate_dir(self, iteration: int, agent: str) -> Path:
+        """RUN/candidates/iter_<t>/<agent>: the candidate library proposed in iteration t."""
+        return self.path / "candidates" / f"iter_{iteration}" / agent
+
+    def relative(self, path: Path) -> str:
+        """A path inside the run folder as stored in graph state (portable if the run moves)."""
+        return str(path.relative_to(self.path))
+
+    def save_library(self, path: Path, library: SkillLibrary) -> str:
+        """Save a library (atomic per skill) and return its path relative to the run folder."""
+        library.save(path)
+        return self.relative(path)
+
+    def load_library(self, relative: str, agent: str, limit: int | None) -> SkillLibrary:
+        """Load a library saved by `save_library`."""
+        return SkillLibrary.load(self.path / relative, agent=agent, limit=limit)
+
+    def library_iterations(self) -> list[int]:
+        """The iterations t that have a saved libraries/iter_<t> folder, ascending."""
+        root = self.path / "libraries"
+        if not root.exists():
+            return []
+        found = [int(p.name.removeprefix("iter_")) for p in root.glob("iter_*") if p.is_dir()]
+        return sorted(found)
+
+    # -- usage -------------------------------------------------------------------------------
+
+    def write_usage(self, usage: dict[str, Any]) -> None:
+        """Write usage.json atomically (per-role calls, tokens, cached tokens, wall time)."""
+        _write_atomic(self.usage_path, json.dumps(usage, indent=2, sort_keys=True) + "\n")
+
+    def read_usage(self) -> dict[str, Any]:
+        """usage.json as written, or an empty mapping when the run wrote none yet."""
+        if not self.usage_path.exists():
+            return {}
+        data = json.loads(self.usage_path.read_text("utf-8"))
+        if not isinstance(data, dict):
+            raise RunFolderError(f"{self.usage_path}: expected a JSON object")
+        return data

@@ -1,0 +1,67 @@
+"""Fake chat models for unit tests only. Real runs always go through ChatOpenAI."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from pydantic import Field
+
+from grse_graph.llm.provider import RoleName, SamplingSettings
+
+
+class ScriptedChatModel(GenericFakeChatModel):
+    """Replies from a script; `bind_tools` returns itself so tool-using code paths run.
+
+    Each scripted item is an `AIMessage` (may carry `tool_calls`) or a plain string.
+    Every call is appended to `calls` (the messages it received) so tests can count calls.
+    """
+
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def __init__(self, replies: Sequence[AIMessage | str], **kwargs: Any) -> None:
+        messages: Iterator[AIMessage | str] = iter(list(replies))
+        super().__init__(messages=messages, calls=[], **kwargs)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+        return self
+
+
+def tool_call_message(name: str, args: dict[str, Any], call_id: str = "call_1") -> AIMessage:
+    """An assistant message that calls one tool (what function calling returns)."""
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+
+class FakeProvider:
+    """A `ChatModelProvider` that hands out one scripted model per role.
+
+    `factory` may instead build a model per request (for example to answer by prompt content).
+    """
+
+    def __init__(
+        self,
+        models: dict[RoleName, BaseChatModel] | None = None,
+        factory: Callable[[RoleName, SamplingSettings | None], BaseChatModel] | None = None,
+    ) -> None:
+        self.models = models or {}
+        self.factory = factory
+        self.requests: list[tuple[RoleName, SamplingSettings | None, int | None]] = []
+
+    def chat(
+        self,
+        role: RoleName,
+        *,
+        sampling: SamplingSettings | None = None,
+        max_tokens: int | None = None,
+    ) -> BaseChatModel:
+        self.requests.append((role, sampling, max_tokens))
+        if self.factory is not None:
+            return self.factory(role, sampling)
+        return self.models[role]

@@ -1,0 +1,99 @@
+"""A real one-iteration GRSE training on the embedded engine (small model, tiny sizes).
+
+The task is a five-line JSONL file with one-sentence contexts, so every prompt stays short and
+the run takes a few minutes even on a busy 2-core machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from grse_graph.llm import ModelRoles, UsageLedger, load_config
+from grse_graph.methods.grse.payload import PayloadLimits
+from grse_graph.tasks.registry import load_task
+from grse_graph.training.config import TrainConfig
+from grse_graph.training.graph import TrainingDeps
+from grse_graph.training.run_folder import RunFolder
+from grse_graph.training.runner import run_training
+
+ROWS = [
+    ("train", "What colour is the barn?", "red", "The barn on the hill is painted red."),
+    ("train", "Which city hosts the fair?", "Oslo", "Every spring the fair is held in Oslo."),
+    ("validation", "What does Mia play?", "violin", "Mia plays the violin in a quartet."),
+    ("validation", "How many cats live here?", "three", "Three cats live in this house."),
+    ("test", "What is the dog's name?", "Rex", "The dog is called Rex."),
+]
+
+
+def _write_task(path: Path) -> Path:
+    lines = [
+        json.dumps({"id": f"q{i}", "split": s, "question": q, "answer": a, "context": c})
+        for i, (s, q, a, c) in enumerate(ROWS)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.engine
+def test_one_iteration_on_the_small_model_writes_the_run_folder(
+    small_engine_url: str, tmp_path: Path
+) -> None:
+    data = _write_task(tmp_path / "tiny.jsonl")
+    llm = load_config(
+        env={},
+        overrides={
+            **{f"{role}.base_url": small_engine_url for role in ("actor", "critic", "optimizer")},
+            # Small caps keep the 135M model fast; the 4k-token engine context must hold them.
+            "actor.max_tokens": 96,
+            "critic.max_tokens": 500,
+            "optimizer.max_tokens": 300,
+        },
+    )
+    config = TrainConfig(
+        task="jsonl",
+        data=str(data),
+        iterations=1,
+        group_size=2,
+        batch_size=2,
+        validation_size=2,
+        concurrency=2,
+        critic_max_tokens=500,
+        payload_limits=PayloadLimits(
+            step_output_chars=400, tool_result_chars=300, step_input_chars=600
+        ),
+    )
+    ledger = UsageLedger()
+    run = RunFolder(tmp_path / "run")
+    with ModelRoles(llm, ledger) as roles:
+        deps = TrainingDeps(
+            task=load_task("jsonl", data=data),
+            provider=roles,
+            config=config,
+            run=run,
+            usage=lambda: ledger.report().model_dump(mode="json"),
+        )
+        result = asyncio.run(run_training(deps))
+
+    assert result.iterations_done == 1
+    assert len(run.rollouts.read()) == 4
+    assert all(r.rollout.steps for r in run.rollouts.read())
+    critiques = run.critiques.read()
+    assert len(critiques) == 2
+    assert all(c.result is not None or c.error for c in critiques)
+    assert len(run.aggregates.read()) == 1
+    (gate,) = run.gate.read()
+    # The gate always scores the base libraries; every candidate gets a decision with both scores.
+    assert 0.0 <= gate.base_score <= 1.0
+    candidates = run.candidates.read()[0].candidates
+    assert sorted(d.agent for d in gate.decisions) == sorted(candidates)
+    assert len(run.validation.read()) == 2 * (1 + len(candidates))
+    assert (run.path / "libraries" / "iter_1").is_dir()
+    assert (run.path / "report.md").read_text().startswith("# GRSE training report: jsonl")
+    assert (run.path / "plots" / "validation.png").is_file()
+    usage = run.read_usage()
+    assert usage["roles"]["actor"]["calls"] >= 8
+    assert usage["roles"]["critic"]["calls"] >= 1

@@ -1,0 +1,193 @@
+"""The group-relative critic: checks, one repair round, drops, counts, hypotheses, variants."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from grse_graph.methods.grse.critic import GroupCritic, dedupe_credits, split_feedback_by_agent
+from grse_graph.methods.grse.schema import CritiqueResult
+from tests.fakes import FakeProvider, ScriptedChatModel, tool_call_message
+from tests.unit.methods.grse_methods_builders import (
+    credit,
+    diagnosis,
+    library,
+    question,
+    skill,
+    two_agent_rollout,
+)
+
+LIBS = {"reader": library("reader", skill("extract")), "answerer": library("answerer")}
+ROLLOUTS = [two_agent_rollout(0, 1.0), two_agent_rollout(1, 0.0)]
+
+
+def _args(model: Any) -> dict[str, Any]:
+    return model.model_dump(mode="json")
+
+
+def output(
+    *, credits: list | None = None, diagnoses: list | None = None, feedback: list | None = None
+):
+    return tool_call_message(
+        "CriticOutput",
+        {
+            "credits": [_args(c) for c in (credits if credits is not None else [credit()])],
+            "agent_feedback": feedback or [],
+            "diagnoses": [_args(d) for d in (diagnoses or [])],
+        },
+    )
+
+
+def repair(*, diagnoses: list, credits: list | None = None):
+    return tool_call_message(
+        "CriticRepair",
+        {"diagnoses": [_args(d) for d in diagnoses], "credits": [_args(c) for c in credits or []]},
+    )
+
+
+def run(replies: list, **kw: Any) -> tuple[CritiqueResult, ScriptedChatModel, FakeProvider]:
+    model = ScriptedChatModel(replies)
+    provider = FakeProvider({"critic": model})
+    critic = GroupCritic(provider, **kw)
+    result = asyncio.run(critic.critique(question(), LIBS, ROLLOUTS, [1.0, -1.0]))
+    return result, model, provider
+
+
+def test_valid_diagnosis_is_accepted_with_one_call() -> None:
+    result, model, provider = run([output(diagnoses=[diagnosis()])])
+    assert [d.status for d in result.diagnoses] == ["accepted"]
+    assert result.counts.accepted == 1 and result.counts.dropped == 0
+    assert len(model.calls) == 1 and result.critic_calls == 1
+    assert provider.requests == [("critic", None, 4000)]
+    assert result.payload_chars < result.naive_payload_chars
+
+
+def test_invalid_then_repaired() -> None:
+    bad = diagnosis(failed_refs=["r1.s1"])  # r1 has reward 1
+    fixed = diagnosis(failed_refs=["r2.s1"])
+    result, model, _ = run([output(diagnoses=[bad]), repair(diagnoses=[fixed])])
+    [checked] = result.diagnoses
+    assert checked.status == "repaired"
+    assert checked.diagnosis == fixed and checked.original == bad
+    assert checked.violations == [
+        "failed_refs: r1.s1 is in rollout r1 with reward 1",
+        "action refine: skill 'extract' was not present or used by 'reader' "
+        "in any cited failed rollout",
+    ]
+    assert result.counts.model_dump() == {
+        "accepted": 0,
+        "repaired": 1,
+        "dropped": 0,
+        "hypothesis": 0,
+    }
+    assert len(model.calls) == 2
+    repair_prompt = model.calls[1][-1].content
+    assert "failed_refs: r1.s1 is in rollout r1 with reward 1" in repair_prompt
+
+
+def test_still_invalid_after_repair_is_dropped_and_counted() -> None:
+    bad = diagnosis(failure_type="tool_failure", action="refine")
+    result, model, _ = run([output(diagnoses=[bad]), repair(diagnoses=[bad])])
+    [checked] = result.diagnoses
+    assert checked.status == "dropped"
+    assert checked.final_violations == ["failure_type tool_failure allows only action no_edit"]
+    assert result.counts.dropped == 1 and result.counts.accepted == 0
+    assert len(model.calls) == 2  # exactly one repair round
+
+
+def test_only_violating_diagnoses_go_to_repair_and_order_is_kept() -> None:
+    good = diagnosis(action="no_edit", failure_type="uncertain_attribution", skill_id=None)
+    bad = diagnosis(action="induce")  # induce with a skill_id
+    fixed = diagnosis(action="induce", skill_id=None, failure_type="missing_capability")
+    result, model, _ = run([output(diagnoses=[bad, good]), repair(diagnoses=[fixed])])
+    assert [d.status for d in result.diagnoses] == ["repaired", "accepted"]
+    prompt = model.calls[1][-1].content
+    assert "Diagnosis 1:" in prompt and "Diagnosis 2:" not in prompt
+    assert "action induce needs skill_id null" in prompt
+
+
+def test_repair_may_add_the_missing_credit() -> None:
+    result, _, _ = run(
+        [
+            output(credits=[], diagnoses=[diagnosis()]),
+            repair(diagnoses=[diagnosis()], credits=[credit()]),
+        ]
+    )
+    assert result.diagnoses[0].status == "repaired"
+    assert [(c.agent, c.skill_id) for c in result.credits] == [("reader", "extract")]
+
+
+def test_repair_returning_too_few_diagnoses_drops_the_rest() -> None:
+    a, b = diagnosis(failed_refs=["r1.s1"]), diagnosis(failed_refs=["r9.s9"])
+    result, _, _ = run([output(diagnoses=[a, b]), repair(diagnoses=[diagnosis()])])
+    assert [d.status for d in result.diagnoses] == ["repaired", "dropped"]
+    assert result.counts.repaired == 1 and result.counts.dropped == 1
+
+
+def test_unparseable_repair_drops_all_violating() -> None:
+    bad = diagnosis(failed_refs=["r1.s1"])
+    # astructured_call makes two attempts (one internal repair) before giving up.
+    result, _, _ = run([output(diagnoses=[bad]), "no idea", "still no idea"])
+    assert result.diagnoses[0].status == "dropped"
+    assert result.diagnoses[0].final_violations[0].startswith("repair call failed")
+
+
+def test_hypotheses_are_counted() -> None:
+    hyp = diagnosis(successful_refs=[])
+    compared = diagnosis()
+    result, _, _ = run([output(diagnoses=[hyp, compared])])
+    assert [d.is_hypothesis for d in result.diagnoses] == [True, False]
+    assert result.counts.hypothesis == 1 and result.counts.accepted == 2
+
+
+def test_credits_deduplicated_first_wins_and_unknown_skills_dropped() -> None:
+    first = credit(utility=-0.5)
+    result, _, _ = run(
+        [
+            output(
+                credits=[
+                    first,
+                    credit(utility=0.9),
+                    credit("answerer", "extract"),
+                    credit(skill_id="x"),
+                ]
+            )
+        ]
+    )
+    assert result.credits == [first]
+    assert result.dropped_credits == 3
+
+
+def test_dedupe_credits_is_deterministic() -> None:
+    kept, dropped = dedupe_credits(
+        [credit(), credit(verdict="helped", utility=1.0)], {"reader": ["extract"]}
+    )
+    assert kept[0].verdict == "harmful" and dropped == 1
+
+
+def test_category_is_recorded_only_with_labels() -> None:
+    model = ScriptedChatModel([output(), output()])
+    provider = FakeProvider({"critic": model})
+    q = question(category="temporal")
+    plain = asyncio.run(GroupCritic(provider).critique(q, LIBS, ROLLOUTS, [1.0, -1.0]))
+    labelled = asyncio.run(
+        GroupCritic(provider, with_labels=True).critique(q, LIBS, ROLLOUTS, [1.0, -1.0])
+    )
+    assert plain.category is None and labelled.category == "temporal"
+    assert "Category: temporal" in model.calls[1][-1].content
+    assert "Category: temporal" not in model.calls[0][-1].content
+
+
+def test_without_structure_returns_per_agent_free_text() -> None:
+    text = "Overall: be careful.\n## reader\nQuote the passage.\n## answerer\nUse one word."
+    result, model, _ = run([text], structured=False)
+    assert not result.structured and result.diagnoses == [] and result.credits == []
+    feedback = {f.agent: f.feedback for f in result.agent_feedback}
+    assert feedback["reader"] == "Overall: be careful.\n\nQuote the passage."
+    assert feedback["answerer"] == "Overall: be careful.\n\nUse one word."
+    assert result.free_text == text and len(model.calls) == 1
+
+
+def test_split_feedback_without_headings_goes_to_every_agent() -> None:
+    items = split_feedback_by_agent("Be concise.", ["a", "b"])
+    assert [(i.agent, i.feedback) for i in items] == [("a", "Be concise."), ("b", "Be concise.")]

@@ -1,0 +1,268 @@
+"""Evolution operators: refine, induce, consolidate, prune and evolve."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from grse_graph.methods.grse.schema import (
+    AgentEvidence,
+    AggregationResult,
+    EditDirection,
+    InductionPattern,
+    PatternExample,
+)
+from grse_graph.methods.operators import (
+    OperatorContext,
+    OperatorSchedule,
+    OperatorSettings,
+    consolidate,
+    evolve,
+    induce,
+    prune,
+    refine,
+)
+from grse_graph.skills.text import approx_tokens
+from tests.fakes import FakeProvider, ScriptedChatModel, tool_call_message
+from tests.unit.methods.grse_methods_builders import diagnosis, library, skill
+
+BODY = "1. Read the question.\n2. Find the passage.\n3. Answer briefly."
+
+
+def direction(skill_id: str, verdict: str, utility: float = 0.0, **kw: Any) -> EditDirection:
+    return EditDirection(
+        agent="reader",
+        skill_id=skill_id,
+        summary=f"{skill_id} summary",
+        verdict=verdict,
+        utility=utility,
+        n_credits=1,
+        question_ids=["q1"],
+        **kw,
+    )
+
+
+def induce_pattern(support: int = 2, agent: str = "reader") -> InductionPattern:
+    d = diagnosis(action="induce", skill_id=None, failure_type="answer_format", agent=agent)
+    return InductionPattern(
+        agent=agent,
+        failure_type="answer_format",
+        skill_id=None,
+        action="induce",
+        support=support,
+        question_ids=[f"q{i}" for i in range(support)],
+        examples=[PatternExample(question_id="q0", diagnosis=d)],
+    )
+
+
+def ctx_with(replies: list, **kw: Any) -> tuple[OperatorContext, ScriptedChatModel, FakeProvider]:
+    model = ScriptedChatModel(replies)
+    provider = FakeProvider({"optimizer": model})
+    return (
+        OperatorContext(provider=provider, iteration=kw.pop("iteration", 2), **kw),
+        model,
+        provider,
+    )
+
+
+def edits(*items: tuple[str, str, str]):
+    return tool_call_message(
+        "RefineEdits", {"edits": [{"op": o, "anchor": a, "text": t} for o, a, t in items]}
+    )
+
+
+def draft(
+    name: str = "Answer Formatting!",
+    body: str = "Answer with the entity only.",
+    description: str = "Formats\nanswers.",
+):
+    return tool_call_message("SkillDraft", {"name": name, "description": description, "body": body})
+
+
+# ----- refine -------------------------------------------------------------------------------
+
+
+def test_refine_applies_edits_records_skips_and_provenance() -> None:
+    libs = {"reader": library("reader", skill("extract", BODY))}
+    agg = AggregationResult(
+        directions=[direction("extract", "refine", -0.4, suggested_edit="quote")]
+    )
+    ctx, model, provider = ctx_with(
+        [edits(("insert_after", "Find the passage.", "   Quote it."), ("delete", "missing", ""))]
+    )
+    out, records = asyncio.run(refine(libs, agg, ctx))
+    new = out["reader"].get("extract")
+    assert "   Quote it." in new.body.splitlines()
+    assert new.parent_hash == libs["reader"].get("extract").content_hash()
+    assert new.iteration == 2 and new.provenance == "refine iteration=2 questions=q1"
+    [r] = records
+    assert r.changed and len(r.applied_edits) == 1 and r.n_skipped == 1
+    assert r.skipped_edits[0].reason == "anchor not found"
+    assert r.evidence.verdict == "refine" and r.evidence.utility == -0.4
+    assert provider.requests == [("optimizer", None, 800)]
+    assert "quote" in model.calls[0][-1].content  # the suggested edit is in the prompt
+
+
+def test_refine_without_applicable_edit_leaves_library_unchanged() -> None:
+    libs = {"reader": library("reader", skill("extract", BODY))}
+    agg = AggregationResult(directions=[direction("extract", "refine")])
+    ctx, _, _ = ctx_with([edits(("replace", "nowhere", "x"))])
+    out, [record] = asyncio.run(refine(libs, agg, ctx))
+    assert out["reader"] == libs["reader"]
+    assert not record.changed and record.skipped_reason == "no edit could be applied"
+
+
+def test_refine_over_body_cap_is_not_applied() -> None:
+    libs = {"reader": library("reader", skill("extract", BODY))}
+    agg = AggregationResult(directions=[direction("extract", "refine")])
+    ctx, _, _ = ctx_with(
+        [edits(("insert_after", "Answer briefly.", "x" * 400))],
+        settings=OperatorSettings(body_token_cap=50),
+    )
+    out, [record] = asyncio.run(refine(libs, agg, ctx))
+    assert out["reader"] == libs["reader"] and "over the cap" in (record.skipped_reason or "")
+
+
+def test_refine_targets_keep_and_missing_skills_untouched() -> None:
+    libs = {"reader": library("reader", skill("extract", BODY))}
+    agg = AggregationResult(directions=[direction("extract", "keep"), direction("gone", "refine")])
+    ctx, model, _ = ctx_with([])
+    out, records = asyncio.run(refine(libs, agg, ctx))
+    assert records == [] and model.calls == [] and out == libs
+
+
+# ----- induce -------------------------------------------------------------------------------
+
+
+def test_induce_normalises_and_records_provenance() -> None:
+    libs = {"reader": library("reader")}
+    agg = AggregationResult(patterns=[induce_pattern(support=2)])
+    ctx, _, provider = ctx_with([draft()], iteration=1)
+    out, [record] = asyncio.run(induce(libs, agg, ctx))
+    new = out["reader"].get("answer-formatting")
+    assert new.description == "Formats answers."
+    assert new.iteration == 1 and new.agent == "reader"
+    assert new.provenance == "induce iteration=1 questions=q0,q1 failure=answer_format"
+    assert record.created == ["answer-formatting"] and record.evidence.support == 2
+    assert provider.requests == [("optimizer", None, 1200)]
+
+
+def test_induce_caps_body_and_uniquifies_name() -> None:
+    libs = {"reader": library("reader", skill("answer-formatting"))}
+    long_body = "\n".join(f"Rule {i}: be precise and brief." for i in range(400))
+    agg = AggregationResult(patterns=[induce_pattern()])
+    ctx, _, _ = ctx_with([draft(body=long_body)])
+    out, [record] = asyncio.run(induce(libs, agg, ctx))
+    new = out["reader"].get("answer-formatting-2")
+    assert record.truncated and approx_tokens(new.body) <= 1200
+    assert new.body.endswith("be precise and brief.")  # cut at a line end
+
+
+def test_induce_respects_library_limit_without_model_call() -> None:
+    libs = {"reader": library("reader", skill("a"), skill("b"))}
+    agg = AggregationResult(patterns=[induce_pattern()])
+    ctx, model, _ = ctx_with([], library_limit=2)
+    out, [record] = asyncio.run(induce(libs, agg, ctx))
+    assert out == libs and model.calls == []
+    assert record.skipped_reason == "library is at its limit of 2 skills"
+
+
+def test_induce_at_most_one_per_agent_by_default_best_support_first() -> None:
+    libs = {"reader": library("reader")}
+    weak = induce_pattern(support=1).model_copy(update={"failure_type": "evidence_missing"})
+    agg = AggregationResult(patterns=[induce_pattern(support=3), weak])
+    ctx, model, _ = ctx_with([draft()])
+    _, records = asyncio.run(induce(libs, agg, ctx))
+    assert len(model.calls) == 1 and records[0].evidence.failure_type == "answer_format"
+
+
+def test_induce_from_agent_feedback_when_unstructured() -> None:
+    libs = {"answerer": library("answerer")}
+    agg = AggregationResult(
+        structured=False,
+        agent_evidence=[AgentEvidence(agent="answerer", items=["too long"], question_ids=["q1"])],
+    )
+    ctx, _, _ = ctx_with([draft(name="short answers")])
+    out, _ = asyncio.run(induce(libs, agg, ctx))
+    assert out["answerer"].names() == ["short-answers"]
+
+
+# ----- consolidate --------------------------------------------------------------------------
+
+
+def test_consolidate_merges_redundant_group_with_one_call() -> None:
+    libs = {"reader": library("reader", skill("a", "Do A."), skill("b", "Do B."), skill("c"))}
+    agg = AggregationResult(
+        directions=[
+            direction("a", "redundant", 0.2, redundant_with=["b"]),
+            direction("b", "keep", 0.4),
+        ]
+    )
+    ctx, model, _ = ctx_with([draft(name="a-and-b", body="Do A. Do B.")])
+    out, [record] = asyncio.run(consolidate(libs, agg, ctx))
+    assert out["reader"].names() == ["a-and-b", "c"] and len(model.calls) == 1
+    merged = out["reader"].get("a-and-b")
+    assert merged.parent_hash == libs["reader"].get("a").content_hash()
+    assert "merged=a@" in (merged.provenance or "") and ",b@" in (merged.provenance or "")
+    assert record.removed == ["a", "b"] and record.created == ["a-and-b"]
+    assert merged.utility is not None and abs(merged.utility - 0.3) < 1e-9
+
+
+# ----- prune --------------------------------------------------------------------------------
+
+
+def test_prune_removes_low_utility_but_never_empties() -> None:
+    libs = {
+        "reader": library("reader", skill("a"), skill("b")),
+        "answerer": library("answerer", skill("c")),
+    }
+    agg = AggregationResult(
+        directions=[
+            direction("a", "low_utility", -0.9),
+            direction("b", "low_utility", -0.6),
+            direction("c", "low_utility", -0.9).model_copy(update={"agent": "answerer"}),
+        ]
+    )
+    ctx, _, _ = ctx_with([])
+    out, records = prune(libs, agg, ctx)
+    assert out["reader"].names() == ["b"]  # worst removed first, last one kept
+    assert out["answerer"].names() == ["c"]
+    kept = [r for r in records if r.skipped_reason]
+    assert {r.skills[0] for r in kept} == {"b", "c"}
+    assert all("never empty" in (r.skipped_reason or "") for r in kept)
+
+
+def test_prune_uses_recorded_utility_without_direction() -> None:
+    bad = skill("a").with_utility(-0.8)
+    libs = {"reader": library("reader", bad, skill("b").with_utility(0.5))}
+    out, [record] = prune(libs, AggregationResult(), ctx_with([])[0])
+    assert out["reader"].names() == ["b"] and record.removed == ["a"]
+
+
+# ----- evolve -------------------------------------------------------------------------------
+
+
+def test_evolve_follows_schedule_and_reports_changed_agents() -> None:
+    libs = {"reader": library("reader", skill("extract", BODY)), "answerer": library("answerer")}
+    agg = AggregationResult(
+        directions=[direction("extract", "keep", 0.7)],
+        patterns=[induce_pattern(agent="answerer")],
+    )
+    model = ScriptedChatModel([draft()])
+    result = asyncio.run(
+        evolve(
+            libs,
+            agg,
+            iteration=1,
+            schedule=OperatorSchedule(),
+            library_limit=4,
+            provider=FakeProvider({"optimizer": model}),
+        )
+    )
+    assert result.operators == ["refine", "induce"]
+    assert result.changed_agents == ["answerer"]  # utility bookkeeping is not a change
+    assert result.candidates["reader"].get("extract").utility == 0.7
+    assert result.candidates["answerer"].names() == ["answer-formatting"]
+    assert [r.operator for r in result.records] == ["induce"]
+    # The result is written to the run folder and must read back equal.
+    assert type(result).model_validate_json(result.model_dump_json()) == result

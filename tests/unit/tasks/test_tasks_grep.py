@@ -1,0 +1,139 @@
+"""The conversation grep tool: matching, rendering, caps, call budget, bad patterns."""
+
+from __future__ import annotations
+
+import pytest
+
+from grse_graph.tasks import Conversation, Session, Turn, make_grep_tool, render_turn
+from grse_graph.tasks.grep_tool import ConversationIndex, keywords_of
+
+
+def conversation(turns_per_session: int = 2) -> Conversation:
+    first = Session(
+        number=1,
+        date_time="1:00 pm on 2 May, 2023",
+        turns=(
+            Turn(dia_id="D1:1", speaker="Rosa", text="I adopted a cat called Noodle."),
+            Turn(
+                dia_id="D1:2",
+                speaker="Milo",
+                text="Look at my garden.",
+                caption="a photo of tomato plants",
+            ),
+        ),
+    )
+    tea = Session(
+        number=2,
+        date_time="9:30 am on 20 June, 2023",
+        turns=tuple(
+            Turn(dia_id=f"D2:{i}", speaker="Milo", text=f"Cup of TEA number {i}.")
+            for i in range(1, 26)
+        ),
+    )
+    return Conversation(
+        conversation_id="c1", speaker_a="Rosa", speaker_b="Milo", sessions=(first, tea)
+    )
+
+
+def test_turn_rendering_with_and_without_caption() -> None:
+    plain = Turn(dia_id="D3:7", speaker="Ann", text='She said "hi"\nthen left.')
+    assert render_turn(plain, "2 May, 2023") == (
+        '[D3:7] (2 May, 2023) Ann said, "She said "hi" then left."'
+    )
+    shared = Turn(dia_id="D1:2", speaker="Milo", text="Look.", caption="a photo of a dog")
+    assert render_turn(shared, "d") == '[D1:2] (d) Milo said, "Look." and shared a photo of a dog'
+
+
+def test_match_is_case_insensitive_and_shows_full_lines() -> None:
+    tool = make_grep_tool(conversation())
+    out = tool.invoke({"query": "NOODLE"})
+    assert out == (
+        "Turns matching 'NOODLE' (1 match):\n"
+        '[D1:1] (1:00 pm on 2 May, 2023) Rosa said, "I adopted a cat called Noodle."\n'
+        "[2 grep calls left]"
+    )
+
+
+def test_captions_are_searchable() -> None:
+    out = make_grep_tool(conversation()).invoke({"query": "tomato"})
+    assert "[D1:2]" in out
+    assert "and shared a photo of tomato plants" in out
+
+
+def test_regex_alternatives() -> None:
+    out = make_grep_tool(conversation()).invoke({"query": "noodle|garden"})
+    assert "(2 matches)" in out
+    assert "[D1:1]" in out and "[D1:2]" in out
+
+
+def test_results_are_cut_at_twenty_and_say_so() -> None:
+    out = make_grep_tool(conversation()).invoke({"query": "tea"})
+    lines = [line for line in out.splitlines() if line.startswith("[D")]
+    assert len(lines) == 20
+    assert lines[0].startswith("[D2:1] ") and lines[-1].startswith("[D2:20] ")
+    assert "showing 20 of 25 matches" in out
+    assert "cut" in out
+
+
+def test_custom_result_cap() -> None:
+    out = make_grep_tool(conversation(), max_results=3).invoke({"query": "tea"})
+    assert "showing 3 of 25 matches" in out
+
+
+def test_three_calls_then_limit_message() -> None:
+    tool = make_grep_tool(conversation())
+    outs = [tool.invoke({"query": "noodle"}) for _ in range(4)]
+    assert all("[D1:1]" in o for o in outs[:3])
+    assert outs[2].endswith("[0 grep calls left]")
+    assert "[D1:1]" not in outs[3]
+    assert outs[3].startswith("Search limit reached: all 3 grep calls")
+
+
+def test_each_tool_has_its_own_budget() -> None:
+    convo = conversation()
+    index = ConversationIndex.of(convo)
+    first = make_grep_tool(convo, index=index, max_calls=1)
+    second = make_grep_tool(convo, index=index, max_calls=1)
+    first.invoke({"query": "tea"})
+    assert "limit reached" in first.invoke({"query": "tea"})
+    assert "limit reached" not in second.invoke({"query": "tea"})
+
+
+@pytest.mark.parametrize("query", ["[unclosed", "(", "cat (", "*noodle"])
+def test_bad_regex_is_searched_as_text(query: str) -> None:
+    out = make_grep_tool(conversation()).invoke({"query": query})
+    assert "not a valid regular expression" in out
+    assert "searched as plain text" in out
+
+
+def test_bad_regex_literal_hit() -> None:
+    out = make_grep_tool(conversation()).invoke({"query": "number 1("})
+    assert "not a valid regular expression" in out
+
+
+def test_no_match_and_keyword_fallback() -> None:
+    tool = make_grep_tool(conversation())
+    assert tool.invoke({"query": "zebra"}).startswith("No turn matches 'zebra'.")
+    # Not a phrase in the text: falls back to keywords, ranked by how many match.
+    out = tool.invoke({"query": "what did Rosa adopt cat"})
+    assert "keywords rosa, adopt, cat" in out
+    first_hit = next(line for line in out.splitlines() if line.startswith("[D"))
+    assert first_hit.startswith("[D1:1]")
+
+
+def test_keyword_extraction_drops_stop_words_and_short_words() -> None:
+    assert keywords_of("When did she go to the Lisbon trip, Lisbon?") == ["lisbon", "trip"]
+
+
+def test_empty_and_overlong_queries() -> None:
+    tool = make_grep_tool(conversation())
+    assert "empty" in tool.invoke({"query": "   "})
+    assert "too long" in tool.invoke({"query": "a" * 500})
+
+
+def test_tool_schema_and_description() -> None:
+    tool = make_grep_tool(conversation())
+    assert tool.name == "grep"
+    assert set(tool.args) == {"query"}
+    assert "Rosa and Milo" in tool.description
+    assert "3 calls" in tool.description

@@ -1,0 +1,279 @@
+"""The training graph end to end with fake models: artifacts, gate, resume, review."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CallLog, CountingProvider, InjectedFailure, TinyTask
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from grse_graph.errors import GrseError
+from grse_graph.skills import SkillLibrary
+from grse_graph.training.config import TrainConfig
+from grse_graph.training.graph import (
+    TrainingDeps,
+    compile_training_graph,
+    rollout_unit_id,
+    sample_batch_ids,
+    training_run_config,
+)
+from grse_graph.training.progress import ProgressEvent
+from grse_graph.training.run_folder import RunFolder
+from grse_graph.training.runner import run_training
+
+AGENTS_PER_ROLLOUT = 2  # the default team: retriever then reasoner, one model call each
+
+
+def _config(**changes: Any) -> TrainConfig:
+    base: dict[str, Any] = {
+        "task": "tiny",
+        "iterations": 1,
+        "group_size": 2,
+        "batch_size": 2,
+        "validation_size": 2,
+        "concurrency": 1,
+    }
+    return TrainConfig.model_validate({**base, **changes})
+
+
+def _deps(
+    tmp: Path, config: TrainConfig, log: CallLog, *, skills_help: bool = True, **kw: Any
+) -> TrainingDeps:
+    return TrainingDeps(
+        task=TinyTask(),
+        provider=CountingProvider(log, skills_help=skills_help),
+        config=config,
+        run=RunFolder(tmp),
+        usage=lambda: {"roles": {"actor": {"calls": len(log.calls)}}, "total": {}},
+        **kw,
+    )
+
+
+def test_one_iteration_runs_end_to_end_and_writes_every_artifact(tmp_path: Path) -> None:
+    log = CallLog()
+    events: list[ProgressEvent] = []
+    deps = _deps(tmp_path, _config(), log, on_progress=events.append)
+    result = asyncio.run(run_training(deps))
+    run = RunFolder(tmp_path)
+
+    assert run.read_config() == deps.config
+    rollouts = run.rollouts.read()
+    batch = sample_batch_ids(deps.task, deps.config, 1)
+    assert len(batch) == 2
+    assert sorted(r.unit_id for r in rollouts) == sorted(
+        rollout_unit_id(1, q, g) for q in batch for g in range(2)
+    )
+    assert len({r.seed for r in rollouts}) == 4  # a distinct seed per rollout
+    critiques = run.critiques.read()
+    assert [c.kept for c in critiques] == [True, True]
+    assert all(c.result is not None and c.result.payload_chars > 0 for c in critiques)
+    assert len(run.aggregates.read()) == 1
+    assert [o.record.operator for o in run.operators.read()] == ["induce"]
+    assert len(run.validation.read()) == 4  # base and one candidate, 2 questions each
+    (gate,) = run.gate.read()
+    assert gate.skills_after == {"retriever": [], "reasoner": ["colour-answers"]}
+    assert (tmp_path / "libraries/iter_0/reasoner").is_dir()
+    assert (tmp_path / "libraries/iter_1/reasoner/colour-answers/SKILL.md").is_file()
+    assert (tmp_path / "candidates/iter_1/reasoner/colour-answers/SKILL.md").is_file()
+    assert json.loads((tmp_path / "usage.json").read_text())["roles"]["actor"]["calls"] > 0
+    report = (tmp_path / "report.md").read_text()
+    assert "| 1 | 0.000 | reasoner | 1.000 | accepted |" in report
+    assert "colour-answers" in report
+    for plot in ("validation.png", "skills_per_agent.png", "skill_utility.png"):
+        assert (tmp_path / "plots" / plot).stat().st_size > 0
+    assert result.final_libraries["reasoner"] == "libraries/iter_1/reasoner"
+    stages = [e.stage for e in events if e.kind == "stage_started"]
+    assert stages[:4] == ["setup", "rollouts", "critic", "aggregate"]
+    assert sum(1 for e in events if e.kind == "unit_done" and e.stage == "rollouts") == 4
+
+
+def test_group_rollouts_are_queued_question_by_question(tmp_path: Path) -> None:
+    deps = _deps(tmp_path, _config(group_size=3), CallLog())
+    asyncio.run(run_training(deps))
+    order = [r.question_id for r in RunFolder(tmp_path).rollouts.read()]
+    first, second = sample_batch_ids(deps.task, deps.config, 1)
+    assert order == [first] * 3 + [second] * 3
+
+
+def test_gate_records_both_scores_and_rejects_a_worse_candidate(tmp_path: Path) -> None:
+    log = CallLog()
+    asyncio.run(run_training(_deps(tmp_path, _config(), log, skills_help=False)))
+    (gate,) = RunFolder(tmp_path).gate.read()
+    (decision,) = gate.decisions
+    assert (decision.agent, decision.base_score, decision.candidate_score) == ("reasoner", 1.0, 0.0)
+    assert decision.accepted is False
+    assert gate.skills_after["reasoner"] == []  # the rejected candidate was not assembled
+
+
+def test_dapo_filter_drops_equal_reward_groups_from_the_critic(tmp_path: Path) -> None:
+    log = CallLog()
+    # G=1 is kept by the filter (no other signal); G=2 with the fake's seeds may vary, so use a
+    # skill-free greedy-like setup: every rollout of a group gets the same parity only by
+    # chance. Instead check the invariant: critic calls == kept groups.
+    asyncio.run(run_training(_deps(tmp_path, _config(dapo_filter=True, group_size=2), log)))
+    critiques = RunFolder(tmp_path).critiques.read()
+    kept = [c for c in critiques if c.kept]
+    assert all(len(set(c.rewards)) > 1 for c in kept)
+    assert all(c.result is None for c in critiques if not c.kept)
+    assert log.count("critic") == len(kept)
+
+
+def _calls_by_role(log: CallLog) -> dict[str, int]:
+    return {role: log.count(role) for role in ("actor", "critic", "optimizer")}  # type: ignore[arg-type]
+
+
+def test_resume_after_failure_in_iteration_2_rollouts_repeats_no_finished_unit(
+    tmp_path: Path,
+) -> None:
+    config = _config(iterations=2)
+    clean_log = CallLog()
+    asyncio.run(run_training(_deps(tmp_path / "clean", config, clean_log)))
+    clean = _calls_by_role(clean_log)
+
+    # Iteration 1 costs 8 actor calls (4 rollouts) + 2 critic + 1 optimizer + 8 actor calls
+    # (4 validations) = 19 calls; calls 20-27 are iteration 2's rollouts, run one at a time.
+    # Call 23 is the second agent of the second rollout: one rollout has finished by then.
+    crash_log = CallLog(fail_on=23)
+    run_dir = tmp_path / "crashed"
+    with pytest.raises(InjectedFailure):
+        asyncio.run(run_training(_deps(run_dir, config, crash_log)))
+    finished = [r for r in RunFolder(run_dir).rollouts.read() if r.iteration == 2]
+    assert len(finished) == 1
+
+    resume_log = CallLog()
+    result = asyncio.run(run_training(_deps(run_dir, config, resume_log), resume=True))
+    crashed, resumed = _calls_by_role(crash_log), _calls_by_role(resume_log)
+
+    # No critic or optimizer call is paid twice, and neither are finished rollouts:
+    # the resumed run makes exactly the clean run's calls minus those already finished.
+    assert crashed["critic"] + resumed["critic"] == clean["critic"]
+    assert crashed["optimizer"] + resumed["optimizer"] == clean["optimizer"]
+    iteration_1_actor = 16
+    expected = clean["actor"] - iteration_1_actor - AGENTS_PER_ROLLOUT * len(finished)
+    # The interrupted rollout itself may resume after its finished first agent when the team
+    # graph checkpoints as a subgraph of the training graph: at most one agent call fewer.
+    assert expected - (AGENTS_PER_ROLLOUT - 1) <= resumed["actor"] <= expected
+    ids = [r.unit_id for r in RunFolder(run_dir).rollouts.read()]
+    assert len(ids) == len(set(ids)) == 8
+    clean_gates = RunFolder(tmp_path / "clean").gate.read()
+    assert [g.decisions for g in result.gates] == [g.decisions for g in clean_gates]
+
+
+def test_resume_with_parallel_rollouts_never_duplicates_a_unit(tmp_path: Path) -> None:
+    config = _config(iterations=2, concurrency=4, group_size=4, batch_size=2)
+    crash_log = CallLog(fail_on=40)
+    with pytest.raises(InjectedFailure):
+        asyncio.run(run_training(_deps(tmp_path, config, crash_log)))
+    resume_log = CallLog()
+    asyncio.run(run_training(_deps(tmp_path, config, resume_log), resume=True))
+    run = RunFolder(tmp_path)
+    for store in (run.rollouts, run.critiques, run.validation):
+        ids = [r.unit_id for r in store.read()]
+        assert len(ids) == len(set(ids))
+    assert len(run.rollouts.read()) == 2 * 2 * 4
+    assert crash_log.count("critic") + resume_log.count("critic") == 4
+    assert len(run.gate.read()) == 2
+
+
+def test_new_run_refuses_a_folder_with_a_run_and_resume_needs_checkpoints(tmp_path: Path) -> None:
+    log = CallLog()
+    asyncio.run(run_training(_deps(tmp_path / "a", _config(), log)))
+    with pytest.raises(GrseError, match="--resume"):
+        asyncio.run(run_training(_deps(tmp_path / "a", _config(), log)))
+    with pytest.raises(GrseError, match="no checkpoints"):
+        asyncio.run(run_training(_deps(tmp_path / "b", _config(), log), resume=True))
+
+
+# -- review ----------------------------------------------------------------------------------
+
+
+def _review_graph(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    config = _config(review=True)
+    deps = _deps(tmp_path, config, CallLog())
+    graph = compile_training_graph(deps, checkpointer=InMemorySaver())
+    return graph, training_run_config(config)
+
+
+def _interrupts(graph: Any, run_config: dict[str, Any]) -> list[Any]:
+    state = graph.get_state(run_config)
+    return [i for task in state.tasks for i in task.interrupts]
+
+
+async def _drive(graph: Any, run_config: dict[str, Any], payload: Any) -> None:
+    async for _ in graph.astream(payload, run_config):
+        pass
+
+
+def test_review_pauses_at_the_proposed_edit_and_accept_keeps_it(tmp_path: Path) -> None:
+    graph, run_config = _review_graph(tmp_path)
+    asyncio.run(_drive(graph, run_config, {}))
+    (pending,) = _interrupts(graph, run_config)
+    assert pending.value["agent"] == "reasoner"
+    assert pending.value["skill"] == "colour-answers"
+    assert pending.value["change"] == "added"
+    assert not RunFolder(tmp_path).validation.read()  # nothing validated before the answer
+    asyncio.run(_drive(graph, run_config, Command(resume="accept")))
+    run = RunFolder(tmp_path)
+    (gate,) = run.gate.read()
+    assert gate.skills_after["reasoner"] == ["colour-answers"]
+    assert [(r.skill, r.verdict) for r in run.reviews.read()] == [("colour-answers", "accept")]
+
+
+def test_review_reject_drops_the_edit_and_leaves_nothing_to_gate(tmp_path: Path) -> None:
+    graph, run_config = _review_graph(tmp_path)
+    asyncio.run(_drive(graph, run_config, {}))
+    asyncio.run(_drive(graph, run_config, Command(resume={"verdict": "reject"})))
+    run = RunFolder(tmp_path)
+    (gate,) = run.gate.read()
+    assert gate.decisions == []
+    assert gate.skills_after["reasoner"] == []
+    assert run.reviews.read()[0].verdict == "reject"
+
+
+def test_review_edit_puts_the_reviewers_body_into_the_skill(tmp_path: Path) -> None:
+    graph, run_config = _review_graph(tmp_path)
+    asyncio.run(_drive(graph, run_config, {}))
+    answer = {"verdict": "edit", "body": "Say only the colour.\n"}
+    asyncio.run(_drive(graph, run_config, Command(resume=answer)))
+    run = RunFolder(tmp_path)
+    (gate,) = run.gate.read()
+    library = SkillLibrary.load(tmp_path / gate.library_paths["reasoner"], agent="reasoner")
+    assert library.get("colour-answers").body.strip() == "Say only the colour."
+
+
+def test_runner_passes_each_review_request_to_the_reviewer(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def reviewer(request: Any) -> Any:
+        from grse_graph.training.review import ReviewAnswer
+
+        seen.append(f"{request.agent}/{request.skill}")
+        return ReviewAnswer(verdict="reject")
+
+    deps = _deps(tmp_path, _config(review=True), CallLog())
+    result = asyncio.run(run_training(deps, reviewer=reviewer))
+    assert seen == ["reasoner/colour-answers"]
+    assert result.gates[0].decisions == []
+
+
+def test_demo_trains_then_scores_the_empty_and_the_trained_libraries(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from grse_graph.training.demo import run_demo
+
+    config = _config()
+    deps = _deps(tmp_path, config, CallLog())
+    result = asyncio.run(
+        run_demo(config, deps, test_limit=None, console=Console(file=io.StringIO()))
+    )
+    assert result.training.iterations_done == 1
+    # The fake answers greedily right only with skills in its prompt: the trained library wins.
+    assert (result.empty.overall.reward, result.final.overall.reward) == (0.0, 1.0)
+    assert (tmp_path / "test_empty").is_dir() and (tmp_path / "test_final").is_dir()
