@@ -19,6 +19,7 @@ from grse_graph.llm import LLMConfig, load_config
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.demo import DEMO_ACTOR_MAX_TOKENS, DEMO_SETTINGS, run_demo
 from grse_graph.training.report import library_skills
+from grse_graph.training.review import ReviewAnswer, ReviewRequest
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import TrainResult, run_training
 from grse_graph.training.session import Endpoints, open_endpoints, session_deps
@@ -70,15 +71,19 @@ def _train(
     resume: bool,
     console: Console,
 ) -> tuple[TrainResult, dict[str, Any]]:
-    reviewer = TerminalReviewer(console) if config.review else None
+    terminal = TerminalReviewer(console)
     with open_endpoints(llm, engine_log=run.path / "engine.log") as endpoints:
-        tracker = ProgressTracker(
-            config.iterations,
-            tokens=lambda: _tokens(endpoints),
-        )
+        tracker = ProgressTracker(config.iterations, tokens=lambda: _tokens(endpoints))
         with LiveProgress(tracker, console) as live:
+
+            def reviewer(request: ReviewRequest) -> ReviewAnswer:
+                with live.paused():
+                    return terminal(request)
+
             deps = session_deps(config, run, endpoints, on_progress=live)
-            result = asyncio.run(run_training(deps, resume=resume, reviewer=reviewer))
+            result = asyncio.run(
+                run_training(deps, resume=resume, reviewer=reviewer if config.review else None)
+            )
         usage = endpoints.ledger.report().model_dump(mode="json")
     run.write_usage(usage)
     return result, usage

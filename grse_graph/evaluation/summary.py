@@ -22,7 +22,13 @@ def metric_names(records: Sequence[PredictionRecord]) -> list[str]:
 
 
 def summarize_group(records: Sequence[PredictionRecord], names: Sequence[str]) -> GroupSummary:
-    """Means over `records`; a failed record (or one missing a metric) counts as 0."""
+    """Means over `records`.
+
+    A metric is averaged over the successful records that report it plus every failed record
+    (which counts 0); a metric no successful record of the group reports is left out. Mixed
+    tasks report different metrics per category (EM for passages, BLEU for conversations), so a
+    record without a metric does not pull that metric's mean down.
+    """
     count = len(records)
     failed = sum(1 for r in records if r.failed)
     if count == 0:
@@ -30,10 +36,14 @@ def summarize_group(records: Sequence[PredictionRecord], names: Sequence[str]) -
             count=0,
             failed=0,
             reward=0.0,
-            metrics={n: 0.0 for n in names},
+            metrics={},
             states={k: 0.0 for k in STATE_KEYS},
         )
-    metrics = {n: sum(r.metrics.get(n, 0.0) for r in records) / count for n in names}
+    metrics: dict[str, float] = {}
+    for name in names:
+        reporting = [r.metrics[name] for r in records if not r.failed and name in r.metrics]
+        if reporting:
+            metrics[name] = sum(reporting) / (len(reporting) + failed)
     reward = sum(0.0 if r.failed else r.reward for r in records) / count
     states = {k: 0.0 for k in STATE_KEYS}
     for record in records:
@@ -97,7 +107,7 @@ def summary_table(summary: EvalSummary) -> Table:
             label,
             str(group.count),
             str(group.failed),
-            *(f"{100 * group.metrics[n]:.1f}" for n in names),
+            *(f"{100 * group.metrics[n]:.1f}" if n in group.metrics else "-" for n in names),
             *(f"{100 * group.states[s]:.0f}%" for s in STATE_KEYS[:3]),
             style=style,
         )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -73,7 +75,12 @@ class ModelRoles:
         self._env = os.environ if env is None else env
         self._transport = transport
         self._async_transport = async_transport
-        self._clients: dict[RoleName, tuple[httpx.Client, httpx.AsyncClient]] = {}
+        self._sync_clients: dict[RoleName, httpx.Client] = {}
+        # An httpx.AsyncClient is bound to the event loop it first ran on, so async clients are
+        # kept per running loop (a later asyncio.run gets fresh ones).
+        self._async_clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[RoleName, httpx.AsyncClient]
+        ] = weakref.WeakKeyDictionary()
 
     def settings(self, role: RoleName) -> RoleSettings:
         """The configured settings of a role."""
@@ -152,34 +159,39 @@ class ModelRoles:
         )
 
     def _http_clients(self, role: RoleName) -> tuple[httpx.Client, httpx.AsyncClient]:
-        clients = self._clients.get(role)
-        if clients is None:
-            settings = self.settings(role)
-            limits = httpx.Limits(max_connections=max(8, 2 * settings.concurrency))
-            timeout = httpx.Timeout(settings.timeout_s)
-            clients = (
-                httpx.Client(
-                    event_hooks=self.ledger.event_hooks(role),
-                    limits=limits,
-                    timeout=timeout,
-                    transport=self._transport,
-                ),
-                httpx.AsyncClient(
-                    event_hooks=self.ledger.async_event_hooks(role),
-                    limits=limits,
-                    timeout=timeout,
-                    transport=self._async_transport,
-                ),
+        settings = self.settings(role)
+        limits = httpx.Limits(max_connections=max(8, 2 * settings.concurrency))
+        timeout = httpx.Timeout(settings.timeout_s)
+        sync_client = self._sync_clients.get(role)
+        if sync_client is None:
+            sync_client = httpx.Client(
+                event_hooks=self.ledger.event_hooks(role),
+                limits=limits,
+                timeout=timeout,
+                transport=self._transport,
             )
-            self._clients[role] = clients
-        return clients
+            self._sync_clients[role] = sync_client
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        per_loop = self._async_clients.setdefault(loop, {}) if loop is not None else {}
+        async_client = per_loop.get(role)
+        if async_client is None:
+            async_client = httpx.AsyncClient(
+                event_hooks=self.ledger.async_event_hooks(role),
+                limits=limits,
+                timeout=timeout,
+                transport=self._async_transport,
+            )
+            per_loop[role] = async_client
+        return sync_client, async_client
 
     def close(self) -> None:
-        """Close the sync HTTP clients (async clients are closed by garbage collection when no
-        event loop is available)."""
-        for sync_client, _ in self._clients.values():
+        """Close the sync HTTP clients (async clients are released with their event loop)."""
+        for sync_client in self._sync_clients.values():
             sync_client.close()
-        self._clients.clear()
+        self._sync_clients.clear()
 
     def __enter__(self) -> ModelRoles:
         return self

@@ -9,7 +9,7 @@ grep tool and scored like LoCoMo. Splits are fixed in the files: 24 train / 12 v
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from grse_graph.tasks.io import read_json
 from grse_graph.tasks.locomo import LOCOMO_CATEGORY_NAMES, render_memory_question
 from grse_graph.tasks.rendering import render_passage_question, render_passages
 from grse_graph.tasks.scoring import score_with
-from grse_graph.tasks.splits import SplitTable
+from grse_graph.tasks.splits import SplitTable, SplitTableTask
 
 MULTIHOP_FILE = "multihop.json"
 MEMORY_FILE = "memory.json"
@@ -35,7 +35,7 @@ DEMO_CATEGORIES = [
 ]
 
 
-class DemoTask:
+class DemoTask(SplitTableTask):
     """Mixed task: passage questions (no tools) and memory questions (grep for agent 1)."""
 
     name = "demo"
@@ -52,7 +52,7 @@ class DemoTask:
     ) -> None:
         self._conversation = conversation
         self._index = ConversationIndex.of(conversation)
-        self._splits = splits
+        super().__init__(splits)
         self.categories = list(DEMO_CATEGORIES)
         self.max_grep_calls = max_grep_calls
         self.max_grep_results = max_grep_results
@@ -62,14 +62,6 @@ class DemoTask:
     def conversation(self) -> Conversation:
         """The invented conversation the memory questions are about."""
         return self._conversation
-
-    def splits(self) -> Mapping[str, Sequence[TaskQuestion]]:
-        """train / validation / test questions."""
-        return self._splits.as_mapping()
-
-    def split(self, name: str) -> Sequence[TaskQuestion]:
-        """One split; `TaskError` if unknown or empty."""
-        return self._splits.get(name)
 
     @staticmethod
     def is_memory(question: TaskQuestion) -> bool:

@@ -6,16 +6,14 @@ train = first 100, validation = next 50, test = the rest (sizes are options).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from langchain_core.tools import BaseTool
-
 from grse_graph.errors import TaskError
-from grse_graph.tasks.base import Passage, ScoredAnswer, TaskKind, TaskQuestion
+from grse_graph.tasks.base import Passage, ScoredAnswer, TaskQuestion
 from grse_graph.tasks.io import read_json
-from grse_graph.tasks.rendering import render_passage_question, render_passages
+from grse_graph.tasks.passage_task import PassageTask
 from grse_graph.tasks.scoring import score_hotpotqa
 from grse_graph.tasks.splits import SplitTable, split_by_counts
 
@@ -28,37 +26,14 @@ HOTPOT_CATEGORIES = ["bridge", "comparison"]
 DatasetLoader = Callable[..., Iterable[Mapping[str, Any]]]
 
 
-class HotpotQATask:
+class HotpotQATask(PassageTask):
     """HotpotQA questions with their ten passages; reward = official token F1."""
 
     name = "hotpotqa"
-    kind: TaskKind = "passages"
 
     def __init__(self, splits: SplitTable) -> None:
-        self._splits = splits
+        super().__init__(splits)
         self.categories = list(HOTPOT_CATEGORIES)
-
-    def splits(self) -> Mapping[str, Sequence[TaskQuestion]]:
-        """train / validation / test questions."""
-        return self._splits.as_mapping()
-
-    def split(self, name: str) -> Sequence[TaskQuestion]:
-        """One split; `TaskError` if unknown or empty."""
-        return self._splits.get(name)
-
-    def render_input(self, question: TaskQuestion) -> str:
-        """The passages (`[Passage i] Title` + sentences), then `Question: ...`."""
-        return render_passage_question(question.question, question.passages)
-
-    def render_full_context(self, question: TaskQuestion) -> str:
-        """All passages of the question."""
-        return render_passages(question.passages)
-
-    def agent_tools(
-        self, question: TaskQuestion, agent_name: str, position: int | None = None
-    ) -> list[BaseTool]:
-        """HotpotQA agents use no tools: everything is in the passages."""
-        return []
 
     def score(self, question: TaskQuestion, prediction: str) -> ScoredAnswer:
         """Reward = HotpotQA F1; metrics f1 and em."""

@@ -10,52 +10,27 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from langchain_core.tools import BaseTool
-
 from grse_graph.errors import TaskError
-from grse_graph.tasks.base import Passage, ScoredAnswer, TaskKind, TaskQuestion
+from grse_graph.tasks.base import Passage, ScoredAnswer, TaskQuestion
 from grse_graph.tasks.locomo import LOCOMO_CATEGORY_NAMES, parse_categories
-from grse_graph.tasks.rendering import render_passage_question, render_passages
+from grse_graph.tasks.passage_task import PassageTask
 from grse_graph.tasks.scoring import METRIC_NAMES, score_with
 from grse_graph.tasks.splits import SplitTable
 
 
-class JsonlTask:
+class JsonlTask(PassageTask):
     """Questions from a JSONL file, scored with one metric (HotpotQA F1 by default)."""
 
     name = "jsonl"
-    kind: TaskKind = "passages"
 
     def __init__(self, splits: SplitTable, metric: str, categories: list[str]) -> None:
-        self._splits = splits
+        super().__init__(splits)
         self.metric = metric
         self.categories = categories
-
-    def splits(self) -> Mapping[str, Sequence[TaskQuestion]]:
-        """Split name -> questions."""
-        return self._splits.as_mapping()
-
-    def split(self, name: str) -> Sequence[TaskQuestion]:
-        """One split; `TaskError` if unknown or empty."""
-        return self._splits.get(name)
-
-    def render_input(self, question: TaskQuestion) -> str:
-        """Passages (if any) then `Question: ...`."""
-        return render_passage_question(question.question, question.passages)
-
-    def render_full_context(self, question: TaskQuestion) -> str:
-        """All passages of the question (empty when it has none)."""
-        return render_passages(question.passages)
-
-    def agent_tools(
-        self, question: TaskQuestion, agent_name: str, position: int | None = None
-    ) -> list[BaseTool]:
-        """No tools: the context travels with the question."""
-        return []
 
     def score(self, question: TaskQuestion, prediction: str) -> ScoredAnswer:
         """Score with the task's metric (hotpotqa, locomo or exact)."""

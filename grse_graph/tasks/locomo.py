@@ -20,7 +20,7 @@ from grse_graph.tasks.conversation import Conversation, parse_conversation
 from grse_graph.tasks.grep_tool import ConversationIndex, make_grep_tool
 from grse_graph.tasks.io import read_json, resolve_data_file
 from grse_graph.tasks.scoring import locomo_category_of, score_locomo
-from grse_graph.tasks.splits import SplitTable
+from grse_graph.tasks.splits import SplitTable, SplitTableTask
 
 LOCOMO_FILE = "locomo10.json"
 LOCOMO_CATEGORY_NAMES: dict[int, str] = {
@@ -76,7 +76,7 @@ def render_memory_question(question: TaskQuestion) -> str:
     )
 
 
-class LocomoTask:
+class LocomoTask(SplitTableTask):
     """LoCoMo-10 questions of categories 1-4, split by conversation."""
 
     name = "locomo"
@@ -94,19 +94,11 @@ class LocomoTask:
     ) -> None:
         self._conversations = dict(conversations)
         self._indexes = {cid: ConversationIndex.of(c) for cid, c in self._conversations.items()}
-        self._splits = splits
+        super().__init__(splits)
         self.categories = [LOCOMO_CATEGORY_NAMES[c] for c in categories]
         self.max_grep_calls = max_grep_calls
         self.max_grep_results = max_grep_results
         self.tool_agent = tool_agent
-
-    def splits(self) -> Mapping[str, Sequence[TaskQuestion]]:
-        """train / validation / test questions."""
-        return self._splits.as_mapping()
-
-    def split(self, name: str) -> Sequence[TaskQuestion]:
-        """One split; `TaskError` if unknown or empty."""
-        return self._splits.get(name)
 
     def conversation(self, question: TaskQuestion) -> Conversation:
         """The conversation a question is about."""

@@ -59,3 +59,18 @@ def split_by_counts(
             "test": questions[end_validation:end_test],
         },
     )
+
+
+class SplitTableTask:
+    """Base of the built-in tasks: `splits()` and `split(name)` served from a `SplitTable`."""
+
+    def __init__(self, splits: SplitTable) -> None:
+        self._splits = splits
+
+    def splits(self) -> Mapping[str, Sequence[TaskQuestion]]:
+        """Split name -> questions."""
+        return self._splits.as_mapping()
+
+    def split(self, name: str) -> Sequence[TaskQuestion]:
+        """One split; `TaskError` if unknown or empty."""
+        return self._splits.get(name)

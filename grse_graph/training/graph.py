@@ -14,11 +14,13 @@ checkpoint was never written).
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import hashlib
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, TypedDict, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, StateGraph
@@ -53,6 +55,7 @@ from .report import write_report
 from .review import ReviewAnswer, ReviewRequest, apply_review, proposed_changes
 from .run_folder import RunFolder
 
+T = TypeVar("T")
 RESET = "__reset__"
 BASE_VARIANT = "base"
 
@@ -210,6 +213,17 @@ def _questions(task: Task) -> dict[str, TaskQuestion]:
     return found
 
 
+async def isolated(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Await a team execution outside the training graph's run context.
+
+    Inside a node, a nested graph inherits the training checkpointer and checkpoints every
+    team step as a subgraph: hundreds of kilobytes per rollout and pickled task objects in the
+    checkpoint database. The run folder already keys each finished rollout, so the team runs
+    as its own root run (its metadata names the iteration, question and rollout).
+    """
+    return await asyncio.create_task(coroutine, context=contextvars.Context())
+
+
 def recursion_limit(config: TrainConfig) -> int:
     """Supersteps the loop needs: 9 per iteration plus setup and report, with slack."""
     return 12 * config.iterations + 10
@@ -311,16 +325,18 @@ def build_training_graph(deps: TrainingDeps) -> StateGraph:
         unit_id = unit["unit_id"]
         if run.rollouts.get(unit_id) is None:
             spec = team.with_libraries(load(unit["libraries"]))
-            result = await run_rollout(
-                spec,
-                deps.task,
-                question(unit["question_id"]),
-                deps.provider,
-                sampling=cfg.training_sampling.model_copy(update={"seed": unit["seed"]}),
-                rollout_id=unit_id,
-                group_index=unit["group_index"],
-                metadata={"iteration": unit["iteration"], "stage": "rollouts"},
-                max_tokens=cfg.actor_max_tokens,
+            result = await isolated(
+                run_rollout(
+                    spec,
+                    deps.task,
+                    question(unit["question_id"]),
+                    deps.provider,
+                    sampling=cfg.training_sampling.model_copy(update={"seed": unit["seed"]}),
+                    rollout_id=unit_id,
+                    group_index=unit["group_index"],
+                    metadata={"iteration": unit["iteration"], "stage": "rollouts"},
+                    max_tokens=cfg.actor_max_tokens,
+                )
             )
             run.rollouts.append(
                 RolloutRecord(
@@ -552,16 +568,18 @@ def build_training_graph(deps: TrainingDeps) -> StateGraph:
             if sampling.temperature > 0:
                 sampling = sampling.model_copy(update={"seed": derive_seed(cfg.seed, unit_id)})
             spec = team.with_libraries(load(unit["libraries"]))
-            result = await run_rollout(
-                spec,
-                deps.task,
-                question(unit["question_id"]),
-                deps.provider,
-                sampling=sampling,
-                rollout_id=unit_id,
-                group_index=unit["repeat"],
-                metadata={"iteration": unit["iteration"], "stage": "validation"},
-                max_tokens=cfg.actor_max_tokens,
+            result = await isolated(
+                run_rollout(
+                    spec,
+                    deps.task,
+                    question(unit["question_id"]),
+                    deps.provider,
+                    sampling=sampling,
+                    rollout_id=unit_id,
+                    group_index=unit["repeat"],
+                    metadata={"iteration": unit["iteration"], "stage": "validation"},
+                    max_tokens=cfg.actor_max_tokens,
+                )
             )
             run.validation.append(
                 ValidationRecord(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from rich.console import Console
@@ -133,6 +134,15 @@ class LiveProgress:
 
     def __exit__(self, *exc: object) -> None:
         self._live.__exit__(None, None, None)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stop redrawing (for example while the reviewer types), then resume."""
+        self._live.stop()
+        try:
+            yield
+        finally:
+            self._live.start()
 
 
 class TerminalReviewer:

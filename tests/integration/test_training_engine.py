@@ -48,8 +48,8 @@ def test_one_iteration_on_the_small_model_writes_the_run_folder(
         overrides={
             **{f"{role}.base_url": small_engine_url for role in ("actor", "critic", "optimizer")},
             # Small caps keep the 135M model fast; the 4k-token engine context must hold them.
-            "actor.max_tokens": 96,
-            "critic.max_tokens": 500,
+            "actor.max_tokens": 64,
+            "critic.max_tokens": 300,
             "optimizer.max_tokens": 300,
         },
     )
@@ -61,7 +61,7 @@ def test_one_iteration_on_the_small_model_writes_the_run_folder(
         batch_size=2,
         validation_size=2,
         concurrency=2,
-        critic_max_tokens=500,
+        critic_max_tokens=300,
         payload_limits=PayloadLimits(
             step_output_chars=400, tool_result_chars=300, step_input_chars=600
         ),

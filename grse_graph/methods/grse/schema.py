@@ -13,7 +13,7 @@ small model can cite reliably.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
@@ -36,16 +36,7 @@ DirectionVerdict = Literal["keep", "refine", "redundant", "low_utility"]
 EditOp = Literal["replace", "insert_after", "insert_before", "delete"]
 OperatorName = Literal["refine", "induce", "consolidate", "prune"]
 
-FAILURE_TYPES: tuple[FailureType, ...] = (
-    "skill_not_followed",
-    "skill_defect",
-    "missing_capability",
-    "handoff_error",
-    "evidence_missing",
-    "answer_format",
-    "tool_failure",
-    "uncertain_attribution",
-)
+FAILURE_TYPES: tuple[FailureType, ...] = get_args(FailureType)
 NO_EDIT_ONLY: frozenset[str] = frozenset({"tool_failure", "uncertain_attribution"})
 
 _REF_RE = re.compile(r"^\[?\s*r\s*(\d+)\s*[.\-_:/ ]?\s*s\s*(\d+)\s*\]?$", re.IGNORECASE)

@@ -97,4 +97,27 @@ def make_record(
     )
 
 
+def skip_record(
+    operator: OperatorName,
+    ctx: OperatorContext,
+    library: SkillLibrary,
+    *,
+    skills: Sequence[str],
+    reason: str,
+    evidence: OperatorEvidence,
+    skipped_reason: str,
+) -> OperatorRecord:
+    """The record of an application that left `library` unchanged, saying why."""
+    return make_record(
+        operator,
+        ctx,
+        library,
+        library,
+        skills=skills,
+        reason=reason,
+        evidence=evidence,
+        skipped_reason=skipped_reason,
+    )
+
+
 OperatorOutput = tuple[dict[str, SkillLibrary], list[OperatorRecord]]

@@ -21,7 +21,12 @@ from grse_graph.methods.grse.schema import (
     SkillDraft,
 )
 from grse_graph.methods.operators import prompts
-from grse_graph.methods.operators.base import OperatorContext, OperatorOutput, make_record
+from grse_graph.methods.operators.base import (
+    OperatorContext,
+    OperatorOutput,
+    make_record,
+    skip_record,
+)
 from grse_graph.methods.operators.text import (
     cap_body,
     normalise_description,
@@ -87,6 +92,18 @@ async def consolidate_group(
     reason = f"consolidate {', '.join(group)}: reported redundant with each other"
     skills = [library.get(n) for n in group]
     cap = ctx.settings.body_token_cap
+
+    def unchanged(why: str) -> tuple[SkillLibrary, OperatorRecord]:
+        return library, skip_record(
+            "consolidate",
+            ctx,
+            library,
+            skills=group,
+            reason=reason,
+            evidence=evidence,
+            skipped_reason=why,
+        )
+
     messages: list[BaseMessage] = [
         SystemMessage(prompts.CONSOLIDATE_SYSTEM.format(max_words=cap * 3 // 4)),
         HumanMessage(
@@ -101,28 +118,10 @@ async def consolidate_group(
     try:
         draft = await astructured_call(model, SkillDraft, messages)
     except GrseError as error:
-        return library, make_record(
-            "consolidate",
-            ctx,
-            library,
-            library,
-            skills=group,
-            reason=reason,
-            evidence=evidence,
-            skipped_reason=f"optimizer output unusable: {error}",
-        )
+        return unchanged(f"optimizer output unusable: {error}")
     body, truncated = cap_body(draft.body, cap)
     if not body:
-        return library, make_record(
-            "consolidate",
-            ctx,
-            library,
-            library,
-            skills=group,
-            reason=reason,
-            evidence=evidence,
-            skipped_reason="the merged skill has an empty body",
-        )
+        return unchanged("the merged skill has an empty body")
     others = [n for n in library.names() if n not in group]
     name = normalise_name(draft.name, group[0], others)
     first = skills[0]
@@ -151,16 +150,7 @@ async def consolidate_group(
             merged = merged.with_utility(evidence.utility)
         after = library.merge(group, merged)
     except (GrseError, ValueError) as error:
-        return library, make_record(
-            "consolidate",
-            ctx,
-            library,
-            library,
-            skills=group,
-            reason=reason,
-            evidence=evidence,
-            skipped_reason=f"the merged skill is invalid: {error}",
-        )
+        return unchanged(f"the merged skill is invalid: {error}")
     return after, make_record(
         "consolidate",
         ctx,

@@ -10,7 +10,7 @@ questions) is written to the skill's metadata.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
@@ -26,9 +26,15 @@ from grse_graph.methods.grse.schema import (
     SkillDraft,
 )
 from grse_graph.methods.operators import prompts
-from grse_graph.methods.operators.base import OperatorContext, OperatorOutput, make_record
+from grse_graph.methods.operators.base import (
+    OperatorContext,
+    OperatorOutput,
+    make_record,
+    skip_record,
+)
 from grse_graph.methods.operators.text import (
     cap_body,
+    diagnosis_example_lines,
     normalise_description,
     normalise_name,
     provenance_line,
@@ -47,11 +53,7 @@ class InduceEvidence(BaseModel):
 
 
 def _from_pattern(p: InductionPattern, max_examples: int) -> InduceEvidence:
-    lines = []
-    for ex in p.examples[:max_examples]:
-        d = ex.diagnosis
-        tag = " (hypothesis)" if ex.is_hypothesis else ""
-        lines.append(f"- {d.explanation} Correction{tag}: {d.correction}")
+    lines = diagnosis_example_lines(p, max_examples)
     for category, items in p.evidence_by_category.items():
         lines.append(f"Category {category}: " + " | ".join(items[:max_examples]))
     return InduceEvidence(
@@ -102,6 +104,18 @@ async def induce_one(
     """Draft, normalise and add one skill; unchanged library (with the reason) on failure."""
     cap = ctx.settings.body_token_cap
     reason = f"induce for '{candidate.problem}': support {candidate.evidence.support} question(s)"
+
+    def unchanged(why: str, skills: Sequence[str] = ()) -> tuple[SkillLibrary, OperatorRecord]:
+        return library, skip_record(
+            "induce",
+            ctx,
+            library,
+            skills=skills,
+            reason=reason,
+            evidence=candidate.evidence,
+            skipped_reason=why,
+        )
+
     messages: list[BaseMessage] = [
         SystemMessage(prompts.INDUCE_SYSTEM.format(max_words=cap * 3 // 4)),
         HumanMessage(
@@ -118,28 +132,10 @@ async def induce_one(
     try:
         draft = await astructured_call(model, SkillDraft, messages)
     except GrseError as error:
-        return library, make_record(
-            "induce",
-            ctx,
-            library,
-            library,
-            skills=[],
-            reason=reason,
-            evidence=candidate.evidence,
-            skipped_reason=f"optimizer output unusable: {error}",
-        )
+        return unchanged(f"optimizer output unusable: {error}")
     body, truncated = cap_body(draft.body, cap)
     if not body:
-        return library, make_record(
-            "induce",
-            ctx,
-            library,
-            library,
-            skills=[],
-            reason=reason,
-            evidence=candidate.evidence,
-            skipped_reason="the drafted skill has an empty body",
-        )
+        return unchanged("the drafted skill has an empty body")
     name = normalise_name(draft.name, candidate.fallback_name, library.names())
     metadata = {}
     if AGENT_PATTERN.fullmatch(library.agent):
@@ -167,16 +163,7 @@ async def induce_one(
         )
         after = library.add(skill)
     except (GrseError, ValueError) as error:
-        return library, make_record(
-            "induce",
-            ctx,
-            library,
-            library,
-            skills=[name],
-            reason=reason,
-            evidence=candidate.evidence,
-            skipped_reason=f"the drafted skill is invalid: {error}",
-        )
+        return unchanged(f"the drafted skill is invalid: {error}", skills=[name])
     return after, make_record(
         "induce",
         ctx,
@@ -204,10 +191,9 @@ async def induce(
             limit = ctx.limit_of(current)
             if limit is not None and len(current) >= limit:
                 records.append(
-                    make_record(
+                    skip_record(
                         "induce",
                         ctx,
-                        current,
                         current,
                         skills=[],
                         reason=f"induce for '{candidate.problem}'",

@@ -11,7 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from grse_graph.methods.grse.schema import AggregationResult, OperatorEvidence, OperatorRecord
-from grse_graph.methods.operators.base import OperatorContext, OperatorOutput, make_record
+from grse_graph.methods.operators.base import (
+    OperatorContext,
+    OperatorOutput,
+    make_record,
+    skip_record,
+)
 from grse_graph.skills import SkillLibrary
 
 
@@ -62,10 +67,9 @@ def prune(
             )
             if len(current) <= 1:
                 records.append(
-                    make_record(
+                    skip_record(
                         "prune",
                         ctx,
-                        current,
                         current,
                         skills=[name],
                         reason=reason,

@@ -19,8 +19,13 @@ from grse_graph.methods.grse.schema import (
 )
 from grse_graph.methods.operators import prompts
 from grse_graph.methods.operators.anchored import apply_anchored_edits
-from grse_graph.methods.operators.base import OperatorContext, OperatorOutput, make_record
-from grse_graph.methods.operators.text import provenance_line
+from grse_graph.methods.operators.base import (
+    OperatorContext,
+    OperatorOutput,
+    make_record,
+    skip_record,
+)
+from grse_graph.methods.operators.text import diagnosis_example_lines, provenance_line
 from grse_graph.skills import SkillLibrary
 from grse_graph.skills.text import approx_tokens
 
@@ -53,10 +58,7 @@ def render_refine_evidence(
             lines.append(f"Category {category}: " + " | ".join(items))
     for p in patterns:
         lines.append(f"Failures ({p.failure_type}, {p.support} question(s)):")
-        for ex in p.examples[:max_examples]:
-            d = ex.diagnosis
-            tag = " (hypothesis)" if ex.is_hypothesis else ""
-            lines.append(f"- {d.explanation} Correction{tag}: {d.correction}")
+        lines += diagnosis_example_lines(p, max_examples)
     return "\n".join(lines) or "(no evidence)"
 
 
@@ -115,10 +117,9 @@ async def refine_skill(
     try:
         proposal = await astructured_call(model, RefineEdits, messages)
     except GrseError as error:
-        return library, make_record(
+        return library, skip_record(
             "refine",
             ctx,
-            library,
             library,
             skills=[name],
             reason=reason,

@@ -1,4 +1,4 @@
-"""Normalising optimizer output into valid skill fields, and provenance lines.
+"""Normalising optimizer output into valid skill fields, provenance lines and evidence lines.
 
 Skill bodies are capped in approximate tokens (`grse_graph.skills.text.approx_tokens`: four
 characters per token, model independent), so the cap means the same on every engine.
@@ -10,6 +10,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
+from grse_graph.methods.grse.schema import InductionPattern
 from grse_graph.skills import slugify_name
 from grse_graph.skills.limits import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS
 from grse_graph.skills.text import FRONT_MATTER_DELIMITER, approx_tokens, one_line
@@ -89,3 +90,14 @@ def provenance_line(
     if extra:
         parts.append(extra)
     return one_line(" ".join(parts)).replace(FRONT_MATTER_DELIMITER, "-")
+
+
+def diagnosis_example_lines(pattern: InductionPattern, max_examples: int) -> list[str]:
+    """Prompt lines `- explanation Correction: correction` for the first examples of a pattern
+    (the correction is tagged as a hypothesis where the diagnosis says so)."""
+    lines = []
+    for example in pattern.examples[:max_examples]:
+        d = example.diagnosis
+        tag = " (hypothesis)" if example.is_hypothesis else ""
+        lines.append(f"- {d.explanation} Correction{tag}: {d.correction}")
+    return lines

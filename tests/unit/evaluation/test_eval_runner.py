@@ -15,6 +15,7 @@ from grse_graph.evaluation import (
     EvalFolder,
     PredictionRecord,
     run_evaluation,
+    summarize,
 )
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import TaskQuestion
@@ -242,3 +243,20 @@ def test_resume_with_another_model_fails_clearly(tmp_path: Path) -> None:
     evaluate(task, FakeAnswerer(task, ANSWERS), tmp_path, limit=1, model="embedded:small")
     with pytest.raises(ConfigError, match=r"field model is \"embedded:small\" but this run asks"):
         evaluate(task, FakeAnswerer(task, ANSWERS), tmp_path, model="embedded:default")
+
+
+def test_metrics_of_mixed_tasks_average_over_the_records_reporting_them() -> None:
+    def record(qid: str, category: str, metrics: dict[str, float], failed: bool = False):
+        return PredictionRecord(
+            id=qid, question="q", answer="a", category=category, metrics=metrics, failed=failed
+        )
+
+    records = [
+        record("p1", "passages", {"f1": 1.0, "em": 1.0}),
+        record("c1", "memory", {"f1": 0.5, "bleu": 0.4}),
+        record("c2", "memory", {}, failed=True),
+    ]
+    summary = summarize(records, task="t", split="test", method="m", questions=3)
+    assert summary.overall.metrics == pytest.approx({"f1": 0.5, "em": 0.5, "bleu": 0.2})
+    assert summary.per_category["passages"].metrics == {"f1": 1.0, "em": 1.0}
+    assert summary.per_category["memory"].metrics == pytest.approx({"f1": 0.25, "bleu": 0.2})

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +273,43 @@ def test_bound_tools_ask_for_auto_tool_choice_explicitly() -> None:
     body = server.body(0)
     assert body["tool_choice"] == "auto"
     assert body["tools"][0]["function"]["name"] == "lookup"
+
+
+def test_one_model_roles_serves_successive_event_loops() -> None:
+    # httpx.AsyncClient pools connections on the event loop it first ran on; a CLI or training
+    # run that calls asyncio.run more than once must still get working models from one
+    # ModelRoles. A real loopback server is needed: mock transports keep no loop-bound pool.
+    body = json.dumps(_completion(4, 1, None)).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        config = load_config(
+            env={"GRSE_ACTOR_BASE_URL": f"http://127.0.0.1:{server.server_port}/v1"}
+        )
+        roles = ModelRoles(config, UsageLedger(), env={})
+
+        async def run() -> None:
+            await roles.chat("actor").ainvoke("hi")
+
+        asyncio.run(run())
+        asyncio.run(run())
+        assert roles.ledger.report().role("actor").calls == 2
+        assert roles.ledger.report().role("actor").failures == 0
+    finally:
+        server.shutdown()

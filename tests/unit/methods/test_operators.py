@@ -22,6 +22,7 @@ from grse_graph.methods.operators import (
     prune,
     refine,
 )
+from grse_graph.methods.operators.text import diagnosis_example_lines
 from grse_graph.skills.text import approx_tokens
 from tests.fakes import FakeProvider, ScriptedChatModel, tool_call_message
 from tests.unit.methods.grse_methods_builders import diagnosis, library, skill
@@ -266,3 +267,26 @@ def test_evolve_follows_schedule_and_reports_changed_agents() -> None:
     assert [r.operator for r in result.records] == ["induce"]
     # The result is written to the run folder and must read back equal.
     assert type(result).model_validate_json(result.model_dump_json()) == result
+
+
+def test_diagnosis_example_lines_cap_the_examples_and_tag_hypotheses() -> None:
+    pattern = InductionPattern(
+        agent="reader",
+        failure_type="skill_defect",
+        skill_id="extract",
+        action="refine",
+        support=3,
+        examples=[
+            PatternExample(question_id="q0", diagnosis=diagnosis(explanation="first.")),
+            PatternExample(
+                question_id="q1",
+                diagnosis=diagnosis(explanation="second.", correction="check the date"),
+                is_hypothesis=True,
+            ),
+            PatternExample(question_id="q2", diagnosis=diagnosis(explanation="third.")),
+        ],
+    )
+    assert diagnosis_example_lines(pattern, 2) == [
+        "- first. Correction: quote the passage that names the capital",
+        "- second. Correction (hypothesis): check the date",
+    ]
