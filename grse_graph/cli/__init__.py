@@ -32,5 +32,7 @@ def main() -> None:
     try:
         build_app()()
     except GrseError as error:
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+        Console(stderr=True).print(
+            f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True
+        )
         sys.exit(1)

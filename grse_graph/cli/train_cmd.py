@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from grse_graph.errors import ConfigError
@@ -111,7 +112,7 @@ def print_libraries(console: Console, run: RunFolder, result: TrainResult) -> No
     """The final libraries, skill by skill with description and body."""
     for agent, relative in sorted(result.final_libraries.items()):
         skills = library_skills(run.path / relative)
-        console.rule(f"{agent}: {len(skills)} skill(s)  [{run.path / relative}]")
+        console.rule(escape(f"{agent}: {len(skills)} skill(s) in {run.path / relative}"))
         for skill in skills:
             console.print(f"[bold]{skill.name}[/]: {skill.description}", highlight=False)
             console.print(skill.body.strip(), highlight=False, markup=False)

@@ -120,6 +120,12 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "engine": EngineSettings,
 }
 _DEFAULT_MAX_TOKENS: dict[str, int] = {"actor": 4096, "critic": 4000, "optimizer": 1200}
+"""The paper's generation caps, the default for roles on a remote (GPU) endpoint."""
+
+EMBEDDED_DEFAULT_MAX_TOKENS: dict[str, int] = {"actor": 512, "critic": 1024, "optimizer": 800}
+"""Default caps for roles on the embedded CPU engine, where a small model that loops to the
+paper's 4,096-token cap holds the single engine for ten minutes and starves every queued
+request (measured with the 0.5B model). A cap set explicitly anywhere always wins."""
 
 
 def _env_name(section: str, field: str) -> str:
@@ -189,6 +195,11 @@ def load_config(
         if not field:
             raise ConfigError(f"override {key!r}: expected 'section.field'")
         _set(merged, sources, section, field, value, f"override {key}")
+
+    for role, cap in EMBEDDED_DEFAULT_MAX_TOKENS.items():
+        if sources[(role, "max_tokens")] == "default" and merged[role].get("base_url") is None:
+            merged[role]["max_tokens"] = cap
+            sources[(role, "max_tokens")] = "default (embedded engine)"
 
     try:
         return LLMConfig.model_validate(merged)

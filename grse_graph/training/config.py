@@ -45,10 +45,12 @@ class TrainConfig(BaseModel):
     max_attempts: int = Field(
         default=2, ge=1, description="tries per rollout/critic/validation unit on transient errors"
     )
-    critic_max_tokens: int = Field(default=4000, ge=1)
+    critic_max_tokens: int | None = Field(
+        default=None, ge=1, description="critic cap; None: the critic role's (paper: 4,000)"
+    )
     payload_limits: PayloadLimits = Field(default_factory=PayloadLimits)
     actor_max_tokens: int | None = Field(
-        default=None, ge=1, description="cap per agent call; None: the actor role's (4,096)"
+        default=None, ge=1, description="cap per agent call; None: the actor role's (paper: 4,096)"
     )
     training_sampling: SamplingSettings = Field(
         default_factory=lambda: SamplingSettings.training(top_k=20)

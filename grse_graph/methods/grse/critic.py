@@ -16,18 +16,16 @@ from grse_graph.methods.grse.payload import CriticPayload, PayloadLimits, build_
 from grse_graph.methods.grse.schema import (
     AgentFeedback,
     CheckedDiagnosis,
-    CriticOutput,
     CriticRepair,
     CritiqueResult,
     DiagnosisCounts,
     FailureDiagnosis,
     SkillCredit,
+    critic_output_schema,
 )
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import TaskQuestion
 from grse_graph.team.rollout import Rollout
-
-DEFAULT_CRITIC_MAX_TOKENS = 4000
 
 
 def dedupe_credits(
@@ -103,7 +101,7 @@ class GroupCritic:
         self,
         provider: ChatModelProvider,
         *,
-        max_tokens: int = DEFAULT_CRITIC_MAX_TOKENS,
+        max_tokens: int | None = None,
         structured: bool = True,
         with_labels: bool = False,
         limits: PayloadLimits | None = None,
@@ -181,7 +179,8 @@ class GroupCritic:
             SystemMessage(prompts.CRITIC_SYSTEM),
             HumanMessage(prompts.CRITIC_USER.format(payload=payload.text)),
         ]
-        output = await astructured_call(model, CriticOutput, messages)
+        schema = critic_output_schema(any(r.reward < 1.0 for r in rollouts))
+        output = await astructured_call(model, schema, messages)
         names = {agent: library.names() for agent, library in libraries.items()}
         credits, dropped_credits = dedupe_credits(output.credits, names)
         ctx = CheckContext.build(rollouts, names, credits)

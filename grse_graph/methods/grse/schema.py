@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, create_model, field_validator
 
 from grse_graph.skills import SkillLibrary
 
@@ -130,6 +130,28 @@ class CriticOutput(BaseModel):
     credits: list[SkillCredit]
     agent_feedback: list[AgentFeedback]
     diagnoses: list[FailureDiagnosis]
+
+
+_CRITIC_OUTPUT_WITH_FAILURE: type[CriticOutput] = create_model(
+    "CriticOutput",
+    __base__=CriticOutput,
+    __doc__=CriticOutput.__doc__,
+    diagnoses=(list[FailureDiagnosis], Field(min_length=1)),
+)
+
+
+def critic_output_schema(group_has_failure: bool) -> type[CriticOutput]:
+    """The schema the critic fills for one group.
+
+    A group with a rollout below reward 1 has a failure to explain, so its schema requires at
+    least one diagnosis (``minItems`` becomes part of the engine's grammar): small critics
+    otherwise close every list at once and the group teaches nothing. An honest outlet remains
+    (``uncertain_attribution`` with ``no_edit``). The schema keeps the name ``CriticOutput``
+    because the function-calling tool is named after it.
+    """
+    if not group_has_failure:
+        return CriticOutput
+    return _CRITIC_OUTPUT_WITH_FAILURE
 
 
 class CriticRepair(BaseModel):

@@ -10,14 +10,14 @@ from grse_graph.errors import ConfigError
 from grse_graph.llm.config import ENGINE_MODEL_ALIAS, load_config
 
 
-def test_defaults_point_at_the_embedded_engine_with_paper_caps(tmp_path: Path) -> None:
+def test_defaults_point_at_the_embedded_engine_with_cpu_caps(tmp_path: Path) -> None:
     config = load_config(env={"GRSE_CACHE_DIR": str(tmp_path)})
     assert all(config.role(role).base_url is None for role in ("actor", "critic", "optimizer"))
     assert config.actor.model == ENGINE_MODEL_ALIAS
     assert (config.actor.max_tokens, config.critic.max_tokens, config.optimizer.max_tokens) == (
-        4096,
-        4000,
-        1200,
+        512,
+        1024,
+        800,
     )
     assert config.engine.n_ctx == 8192
     assert config.engine.port == 0
@@ -97,3 +97,23 @@ def test_bad_override_key() -> None:
 def test_engine_choice_is_validated() -> None:
     with pytest.raises(ConfigError, match=r"engine\.engine"):
         load_config(env={"GRSE_ENGINE_ENGINE": "ollama"})
+
+
+def test_remote_roles_get_the_paper_caps_and_explicit_caps_always_win(tmp_path: Path) -> None:
+    remote = "http://gpu:8000/v1"
+    config = load_config(
+        env={
+            "GRSE_CACHE_DIR": str(tmp_path),
+            "GRSE_ACTOR_BASE_URL": remote,
+            "GRSE_CRITIC_BASE_URL": remote,
+            "GRSE_OPTIMIZER_BASE_URL": remote,
+        }
+    )
+    assert (config.actor.max_tokens, config.critic.max_tokens, config.optimizer.max_tokens) == (
+        4096,
+        4000,
+        1200,
+    )
+    embedded = load_config(env={"GRSE_CACHE_DIR": str(tmp_path), "GRSE_ACTOR_MAX_TOKENS": "2048"})
+    assert embedded.actor.max_tokens == 2048
+    assert embedded.critic.max_tokens == 1024

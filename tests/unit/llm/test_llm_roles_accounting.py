@@ -128,7 +128,7 @@ def test_role_defaults_and_per_call_overrides_reach_the_request() -> None:
     default_body = server.body(0)
     assert default_body["temperature"] == 0.3
     assert default_body["top_k"] == 40
-    assert default_body["max_tokens"] == default_body["max_completion_tokens"] == 4096
+    assert default_body["max_tokens"] == default_body["max_completion_tokens"] == 512
     assert default_body["model"] == "grse-local"
     roles.chat("actor", sampling=SamplingSettings.training(top_k=20, seed=3), max_tokens=64).invoke(
         "hi"
@@ -143,7 +143,7 @@ def test_legacy_max_tokens_can_be_switched_off() -> None:
     roles = _roles(server, GRSE_OPTIMIZER_LEGACY_MAX_TOKENS="false")
     roles.chat("optimizer").invoke("hi")
     assert "max_tokens" not in server.body(0)
-    assert server.body(0)["max_completion_tokens"] == 1200
+    assert server.body(0)["max_completion_tokens"] == 800
 
 
 def test_greedy_sampling_sends_no_top_k() -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+from pydantic import ValidationError
+
 from grse_graph.methods.grse.critic import GroupCritic, dedupe_credits, split_feedback_by_agent
-from grse_graph.methods.grse.schema import CritiqueResult
+from grse_graph.methods.grse.schema import CritiqueResult, critic_output_schema
 from tests.fakes import FakeProvider, ScriptedChatModel, tool_call_message
 from tests.unit.methods.grse_methods_builders import (
     credit,
@@ -58,7 +61,7 @@ def test_valid_diagnosis_is_accepted_with_one_call() -> None:
     assert [d.status for d in result.diagnoses] == ["accepted"]
     assert result.counts.accepted == 1 and result.counts.dropped == 0
     assert len(model.calls) == 1 and result.critic_calls == 1
-    assert provider.requests == [("critic", None, 4000)]
+    assert provider.requests == [("critic", None, None)]  # the critic role's own cap
     assert result.payload_chars < result.naive_payload_chars
 
 
@@ -150,7 +153,8 @@ def test_credits_deduplicated_first_wins_and_unknown_skills_dropped() -> None:
                     credit(utility=0.9),
                     credit("answerer", "extract"),
                     credit(skill_id="x"),
-                ]
+                ],
+                diagnoses=[diagnosis()],
             )
         ]
     )
@@ -166,7 +170,7 @@ def test_dedupe_credits_is_deterministic() -> None:
 
 
 def test_category_is_recorded_only_with_labels() -> None:
-    model = ScriptedChatModel([output(), output()])
+    model = ScriptedChatModel([output(diagnoses=[diagnosis()]), output(diagnoses=[diagnosis()])])
     provider = FakeProvider({"critic": model})
     q = question(category="temporal")
     plain = asyncio.run(GroupCritic(provider).critique(q, LIBS, ROLLOUTS, [1.0, -1.0]))
@@ -191,3 +195,26 @@ def test_without_structure_returns_per_agent_free_text() -> None:
 def test_split_feedback_without_headings_goes_to_every_agent() -> None:
     items = split_feedback_by_agent("Be concise.", ["a", "b"])
     assert [(i.agent, i.feedback) for i in items] == [("a", "Be concise."), ("b", "Be concise.")]
+
+
+def test_a_group_with_a_failure_must_be_diagnosed() -> None:
+    # minItems reaches the engine's grammar through the tool schema; an empty list is a
+    # validation error that gets the structured-output repair round.
+    failing = critic_output_schema(group_has_failure=True)
+    assert failing.__name__ == "CriticOutput"
+    assert failing.model_json_schema()["properties"]["diagnoses"]["minItems"] == 1
+    empty = {"credits": [], "agent_feedback": [], "diagnoses": []}
+    assert critic_output_schema(group_has_failure=False).model_validate(empty).diagnoses == []
+    with pytest.raises(ValidationError):
+        failing.model_validate(empty)
+    result, model, _ = run([output(diagnoses=[]), output(diagnoses=[diagnosis()])])
+    assert len(model.calls) == 2
+    assert [d.status for d in result.diagnoses] == ["accepted"]
+
+
+def test_an_all_successful_group_may_have_no_diagnosis() -> None:
+    model = ScriptedChatModel([output(diagnoses=[])])
+    critic = GroupCritic(FakeProvider({"critic": model}))
+    winners = [two_agent_rollout(0, 1.0), two_agent_rollout(1, 1.0)]
+    result = asyncio.run(critic.critique(question(), LIBS, winners, [0.0, 0.0]))
+    assert result.diagnoses == [] and len(model.calls) == 1

@@ -100,7 +100,20 @@ CRITIC_REPLY: dict[str, Any] = {
             "missing_capability": "answer with the exact colour word",
         }
     ],
-    "diagnoses": [],
+    # A failing group must carry a diagnosis; r1's reward depends on the seed, so this one is
+    # accepted or, after the (scripted, empty) repair, dropped: both paths are deterministic.
+    "diagnoses": [
+        {
+            "agent": "reasoner",
+            "skill_id": None,
+            "failure_type": "answer_format",
+            "failed_refs": ["r1.s2"],
+            "successful_refs": [],
+            "explanation": "Answered with another colour than the passage states.",
+            "correction": "Answer with the exact colour word.",
+            "action": "induce",
+        }
+    ],
 }
 DRAFT_REPLY: dict[str, Any] = {
     "name": "colour-answers",
