@@ -38,6 +38,7 @@ from grse_graph.methods.operators import evolve, record_utilities
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import Task, TaskQuestion
 from grse_graph.team import TeamSpec, default_team, run_rollout
+from grse_graph.team.rollout import Rollout
 
 from .config import TrainConfig
 from .progress import ProgressCallback, ProgressEvent, Stage
@@ -307,36 +308,55 @@ def build_training_graph(deps: TrainingDeps) -> StateGraph:
         # Question-major order: a group's G rollouts are queued together, so the engine sees
         # the shared prompt prefix back to back and serves it from its prefix cache.
         for qid, g in question_order(state["batch"], cfg.group_size):
-            if True:
-                unit_id = rollout_unit_id(iteration, qid, g)
-                unit: RolloutUnit = {
-                    "iteration": iteration,
-                    "question_id": qid,
-                    "group_index": g,
-                    "seed": derive_seed(cfg.seed, unit_id),
-                    "unit_id": unit_id,
-                    "libraries": state["libraries"],
-                    "library_hashes": state["library_hashes"],
-                }
-                sends.append(Send("rollout", unit))
+            unit_id = rollout_unit_id(iteration, qid, g)
+            unit: RolloutUnit = {
+                "iteration": iteration,
+                "question_id": qid,
+                "group_index": g,
+                "seed": derive_seed(cfg.seed, unit_id),
+                "unit_id": unit_id,
+                "libraries": state["libraries"],
+                "library_hashes": state["library_hashes"],
+            }
+            sends.append(Send("rollout", unit))
         return sends
+
+    async def execute(
+        libraries: Mapping[str, str],
+        question_id: str,
+        unit_id: str,
+        *,
+        sampling: SamplingSettings,
+        group_index: int,
+        iteration: int,
+        stage: Stage,
+    ) -> Rollout:
+        """One team execution under the given libraries (a training or validation unit)."""
+        return await isolated(
+            run_rollout(
+                team.with_libraries(load(libraries)),
+                deps.task,
+                question(question_id),
+                deps.provider,
+                sampling=sampling,
+                rollout_id=unit_id,
+                group_index=group_index,
+                metadata={"iteration": iteration, "stage": stage},
+                max_tokens=cfg.actor_max_tokens,
+            )
+        )
 
     async def rollout(unit: RolloutUnit) -> dict[str, Any]:
         unit_id = unit["unit_id"]
         if run.rollouts.get(unit_id) is None:
-            spec = team.with_libraries(load(unit["libraries"]))
-            result = await isolated(
-                run_rollout(
-                    spec,
-                    deps.task,
-                    question(unit["question_id"]),
-                    deps.provider,
-                    sampling=cfg.training_sampling.model_copy(update={"seed": unit["seed"]}),
-                    rollout_id=unit_id,
-                    group_index=unit["group_index"],
-                    metadata={"iteration": unit["iteration"], "stage": "rollouts"},
-                    max_tokens=cfg.actor_max_tokens,
-                )
+            result = await execute(
+                unit["libraries"],
+                unit["question_id"],
+                unit_id,
+                sampling=cfg.training_sampling.model_copy(update={"seed": unit["seed"]}),
+                group_index=unit["group_index"],
+                iteration=unit["iteration"],
+                stage="rollouts",
             )
             run.rollouts.append(
                 RolloutRecord(
@@ -567,19 +587,14 @@ def build_training_graph(deps: TrainingDeps) -> StateGraph:
             sampling = cfg.validation_sampling
             if sampling.temperature > 0:
                 sampling = sampling.model_copy(update={"seed": derive_seed(cfg.seed, unit_id)})
-            spec = team.with_libraries(load(unit["libraries"]))
-            result = await isolated(
-                run_rollout(
-                    spec,
-                    deps.task,
-                    question(unit["question_id"]),
-                    deps.provider,
-                    sampling=sampling,
-                    rollout_id=unit_id,
-                    group_index=unit["repeat"],
-                    metadata={"iteration": unit["iteration"], "stage": "validation"},
-                    max_tokens=cfg.actor_max_tokens,
-                )
+            result = await execute(
+                unit["libraries"],
+                unit["question_id"],
+                unit_id,
+                sampling=sampling,
+                group_index=unit["repeat"],
+                iteration=unit["iteration"],
+                stage="validation",
             )
             run.validation.append(
                 ValidationRecord(
