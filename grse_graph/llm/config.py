@@ -24,6 +24,9 @@ ENGINE_MODEL_ALIAS = "grse-local"
 
 EngineName = Literal["auto", "llama-server", "llama-cpp-python"]
 
+StructuredMethod = Literal["function_calling", "json_prompt"]
+"""How `grse_graph.llm.structured.structured_call` gets a schema object from a role's model."""
+
 _EMBEDDED_MARKERS = frozenset({"", "embedded", "local"})
 
 
@@ -35,6 +38,17 @@ class RoleSettings(BaseModel):
     cap as ``max_completion_tokens``, which llama-cpp-python's server ignores, so by default it
     is also sent as ``max_tokens`` (``legacy_max_tokens``); switch that off for an API that
     rejects both fields.
+
+    ``structured_method`` chooses how structured output is obtained. ``function_calling`` (the
+    default) forces a call of a function whose parameters are the schema; every supported server
+    accepts it, and llama-cpp-python constrains it with a grammar. ``json_prompt`` instead asks
+    in plain text for one JSON object matching the schema and parses and validates the reply
+    (same single repair round). It exists because llama-cpp-python 0.3.36 applies the grammar
+    sampler to the whole vocabulary on every token, which turns a few-hundred-token structured
+    reply (a critic output) from seconds into minutes on CPU; plain generation does not pay
+    that, at the price of an unconstrained model sometimes writing invalid JSON. Set it per role
+    in TOML (``[critic] structured_method = "json_prompt"``) or the environment
+    (``GRSE_CRITIC_STRUCTURED_METHOD=json_prompt``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -50,6 +64,7 @@ class RoleSettings(BaseModel):
     max_retries: int = Field(default=2, ge=0)
     concurrency: int = Field(default=4, ge=1)
     legacy_max_tokens: bool = True
+    structured_method: StructuredMethod = "function_calling"
 
     @property
     def embedded(self) -> bool:

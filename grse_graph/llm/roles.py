@@ -21,6 +21,7 @@ from grse_graph.errors import ConfigError
 from grse_graph.llm.accounting import UsageLedger
 from grse_graph.llm.config import LLMConfig, RoleSettings
 from grse_graph.llm.provider import ROLES, RoleName, SamplingSettings
+from grse_graph.llm.structured import STRUCTURED_METHOD_KEY
 
 EMBEDDED_API_KEY = "sk-grse-local"
 """Placeholder key for the embedded engine (it does not check keys, the client needs one)."""
@@ -126,7 +127,8 @@ class ModelRoles:
         max_tokens: int | None = None,
     ) -> ChatOpenAI:
         """A `ChatOpenAI` for the role; ``sampling`` and ``max_tokens`` override the role's
-        defaults for this model only."""
+        defaults for this model only. Its ``metadata`` carries the role's ``structured_method``
+        (under `STRUCTURED_METHOD_KEY`), which `structured_call` reads."""
         settings = self.settings(role)
         base_url = self.base_url(role)
         api_key = self.api_key(role)
@@ -154,7 +156,7 @@ class ModelRoles:
             callbacks=[self.ledger.callback(role)],
             http_client=sync_client,
             http_async_client=async_client,
-            metadata={"grse_role": role},
+            metadata={"grse_role": role, STRUCTURED_METHOD_KEY: settings.structured_method},
             tags=[f"grse:{role}"],
         )
 

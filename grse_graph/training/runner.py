@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import aiosqlite
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
 from pydantic import BaseModel
@@ -54,8 +55,11 @@ async def run_training(
     if not resume:
         run.write_config(deps.config)
     config = training_run_config(deps.config)
-    async with AsyncSqliteSaver.from_conn_string(str(run.checkpoint_path)) as saver:
-        graph = compile_training_graph(deps, checkpointer=saver)
+    # Autocommit: when a run dies mid-write (an exception cancels the loop's pending
+    # checkpoint writes), no transaction is left open on the abandoned connection, so a resumed
+    # run can write (it otherwise failed with "database is locked").
+    async with aiosqlite.connect(run.checkpoint_path, isolation_level=None) as conn:
+        graph = compile_training_graph(deps, checkpointer=AsyncSqliteSaver(conn))
         payload: Any = None if resume else {}
         while True:
             async for _ in graph.astream(payload, config, stream_mode="updates"):

@@ -117,3 +117,27 @@ def test_remote_roles_get_the_paper_caps_and_explicit_caps_always_win(tmp_path: 
     embedded = load_config(env={"GRSE_CACHE_DIR": str(tmp_path), "GRSE_ACTOR_MAX_TOKENS": "2048"})
     assert embedded.actor.max_tokens == 2048
     assert embedded.critic.max_tokens == 1024
+
+
+def test_structured_method_defaults_to_function_calling_and_is_set_per_role(
+    tmp_path: Path,
+) -> None:
+    default = load_config(env={})
+    assert {default.role(role).structured_method for role in ("actor", "critic", "optimizer")} == {
+        "function_calling"
+    }
+    toml = tmp_path / "grse.toml"
+    toml.write_text('[optimizer]\nstructured_method = "json_prompt"\n', encoding="utf-8")
+    config = load_config(toml, env={"GRSE_CRITIC_STRUCTURED_METHOD": "json_prompt"})
+    assert config.critic.structured_method == "json_prompt"
+    assert config.optimizer.structured_method == "json_prompt"
+    assert config.actor.structured_method == "function_calling"
+
+
+def test_unknown_structured_method_names_key_and_source() -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config(env={"GRSE_CRITIC_STRUCTURED_METHOD": "json_schema"})
+    message = str(raised.value)
+    assert "critic.structured_method" in message
+    assert "GRSE_CRITIC_STRUCTURED_METHOD" in message
+    assert "\n" not in message
