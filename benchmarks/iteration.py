@@ -4,8 +4,9 @@
 
 Prints for each run: wall time; the share of wall time the engine was busy (the model-call
 intervals merged, over the wall time); prompt / completion / cached tokens per role; prompt
-tokens the engine served from its prefix cache (from the engine log); and the critic payload
-against its naive size (repeated text inline).
+tokens the engine served from its prefix cache (from the engine log); the critic payload
+against its naive size (repeated text inline); and what the group's first-agent n=G call
+returned (a server that ignores `n` returns one choice).
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ def run_once(llm: LLMConfig, config: TrainConfig, folder: Path, console: Console
             engine_stats = endpoints.engine.prompt_eval_stats() - engine_before
         report = endpoints.ledger.report()
     critiques = [c.result for c in RunFolder(folder).critiques.read() if c.result is not None]
+    openings = RunFolder(folder).openings.read()
     console.print(f"G={config.group_size}: {wall:.0f} s, run folder {folder}")
     return {
         "wall": wall,
@@ -123,6 +125,12 @@ def run_once(llm: LLMConfig, config: TrainConfig, folder: Path, console: Console
         "engine": engine_stats,
         "payload": sum(c.payload_chars for c in critiques),
         "naive": sum(c.naive_payload_chars for c in critiques),
+        "openings": (
+            f"{sum(len(o.replies) for o in openings)} choices for "
+            f"{sum(o.requested for o in openings)} requested in {len(openings)} call(s)"
+            if openings
+            else "not used"
+        ),
     }
 
 
@@ -185,6 +193,7 @@ def main() -> None:
             + (f" ({r['payload'] / r['naive']:.0%})" if r["naive"] else "")
         ),
     )
+    row("first-agent n=G calls", lambda r: r["openings"])
     console.print(table)
 
 

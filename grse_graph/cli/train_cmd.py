@@ -18,7 +18,12 @@ from rich.table import Table
 from grse_graph.errors import ConfigError
 from grse_graph.llm import LLMConfig, load_config
 from grse_graph.training.config import TrainConfig
-from grse_graph.training.demo import DEMO_ACTOR_MAX_TOKENS, DEMO_SETTINGS, run_demo
+from grse_graph.training.demo import (
+    DEMO_ACTOR_MAX_TOKENS,
+    DEMO_SETTINGS,
+    DEMO_TEST_LIMIT,
+    run_demo,
+)
 from grse_graph.training.report import library_skills
 from grse_graph.training.review import ReviewAnswer, ReviewRequest
 from grse_graph.training.run_folder import RunFolder
@@ -118,6 +123,28 @@ def print_libraries(console: Console, run: RunFolder, result: TrainResult) -> No
             console.print(skill.body.strip(), highlight=False, markup=False)
 
 
+def print_gates(console: Console, run: RunFolder, result: TrainResult) -> None:
+    """Each iteration's gate: base score, and per proposed library its skills, score and verdict."""
+    proposed = {c.iteration: c.candidates for c in run.candidates.read()}
+    for gate in result.gates:
+        console.print(f"iteration {gate.iteration}: validation base {gate.base_score:.3f}")
+        if not gate.decisions:
+            console.print("  no candidate library (nothing to edit from this batch's evidence)")
+        for d in gate.decisions:
+            relative = proposed.get(gate.iteration, {}).get(d.agent)
+            names = (
+                ", ".join(s.name for s in library_skills(run.path / relative)) if relative else "?"
+            )
+            verdict = (
+                "accepted" if d.accepted else f"rejected (needs >= {d.base_score - d.delta:.3f})"
+            )
+            console.print(
+                f"  {d.agent}: candidate [{names}] scored {d.candidate_score:.3f}: {verdict}",
+                highlight=False,
+                markup=False,
+            )
+
+
 def register(app: typer.Typer) -> None:
     """Register `grse train` and `grse demo`."""
 
@@ -148,6 +175,10 @@ def register(app: typer.Typer) -> None:
         ] = False,
         with_labels: Annotated[
             bool, typer.Option("--with-labels", help="critic sees categories")
+        ] = False,
+        no_first_agent_n: Annotated[
+            bool,
+            typer.Option("--no-first-agent-n", help="one first-agent call per rollout, not n=G"),
         ] = False,
         config: Annotated[
             Path | None, typer.Option(help="training TOML file (its train table)")
@@ -183,6 +214,7 @@ def register(app: typer.Typer) -> None:
                 "structured": False if no_structure else None,
                 "dapo_filter": dapo_filter or None,
                 "with_labels": with_labels or None,
+                "first_agent_n": False if no_first_agent_n else None,
             }
             if "task" not in base and task is None:
                 raise ConfigError("grse train: --task is required (or task in --config)")
@@ -196,15 +228,7 @@ def register(app: typer.Typer) -> None:
             resume=resume is not None,
             console=console,
         )
-        for gate in result.gates:
-            decisions = (
-                ", ".join(
-                    f"{d.agent} {d.candidate_score:.3f} {'accepted' if d.accepted else 'rejected'}"
-                    for d in gate.decisions
-                )
-                or "no candidate"
-            )
-            console.print(f"iteration {gate.iteration}: base {gate.base_score:.3f}; {decisions}")
+        print_gates(console, run, result)
         print_usage(console, usage)
         console.print(f"report: {run.report_path}")
         console.print(f"run folder: {run.path}  ({time.perf_counter() - started:.0f} s)")
@@ -215,7 +239,10 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path | None, typer.Option(help="run folder")] = None,
         iterations: Annotated[int, typer.Option(help="training iterations")] = 1,
         batch_size: Annotated[int, typer.Option(help="training questions")] = 3,
-        test_limit: Annotated[int | None, typer.Option(help="first N test questions")] = None,
+        test_limit: Annotated[
+            int,
+            typer.Option(min=0, help="first N test questions, every category among them (0: all)"),
+        ] = DEMO_TEST_LIMIT,
     ) -> None:
         """The main job: train GRSE on the demo task with the embedded engine, then compare the
         empty and the trained libraries on the demo test split (greedy)."""
@@ -233,10 +260,11 @@ def register(app: typer.Typer) -> None:
             live = LiveProgress(tracker, console)
             deps = session_deps(config, run, endpoints, on_progress=live)
             result = asyncio.run(
-                run_demo(config, deps, test_limit=test_limit, console=console, display=live)
+                run_demo(config, deps, test_limit=test_limit or None, console=console, display=live)
             )
             usage = endpoints.ledger.report().model_dump(mode="json")
         run.write_usage(usage)
+        print_gates(console, run, result.training)
         print_libraries(console, run, result.training)
         table = Table(title="demo test split, greedy decoding")
         metrics = list(result.empty.overall.metrics)

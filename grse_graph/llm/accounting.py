@@ -159,8 +159,10 @@ def _int(value: object) -> int:
 def token_counts(result: LLMResult) -> tuple[int, int, int] | None:
     """(prompt, completion, cached prompt) tokens of one chat result, or None if unreported.
 
-    Prefers each message's ``usage_metadata`` (it carries ``input_token_details.cache_read``);
-    falls back to the raw OpenAI ``token_usage`` in ``llm_output``.
+    Prefers the messages' ``usage_metadata`` (it carries ``input_token_details.cache_read``);
+    falls back to the raw OpenAI ``token_usage`` in ``llm_output``. A response with several
+    choices (``n`` > 1) reports one usage for all of them and langchain-openai copies it onto
+    every choice's message, so each prompt's usage is read from its first message only.
     """
     found = False
     prompt = completion = cached = 0
@@ -175,6 +177,7 @@ def token_counts(result: LLMResult) -> tuple[int, int, int] | None:
             completion += usage.get("output_tokens", 0)
             details: Mapping[str, Any] = usage.get("input_token_details") or {}
             cached += _int(details.get("cache_read"))
+            break
     if found:
         return prompt, completion, cached
     raw = (result.llm_output or {}).get("token_usage")

@@ -4,7 +4,8 @@
 (bridge and comparison, including yes/no) scored like HotpotQA; `demo_data/memory.json` holds one
 LoCoMo-format conversation and 20 memory questions (LoCoMo categories 1-4) answered through the
 grep tool and scored like LoCoMo. Splits are fixed in the files: 24 train / 12 validation /
-24 test, each interleaving two multi-hop questions with one memory question.
+24 test, each interleaving two multi-hop questions with one memory question, categories taking
+turns.
 """
 
 from __future__ import annotations
@@ -193,13 +194,27 @@ def _memory_questions(raw: Any, where: str) -> tuple[Conversation, dict[str, lis
     return conversation, by_split
 
 
-def interleave(multihop: list[TaskQuestion], memory: list[TaskQuestion]) -> list[TaskQuestion]:
-    """Two multi-hop questions then one memory question, repeated; leftovers at the end.
+def by_category_round_robin(questions: list[TaskQuestion]) -> list[TaskQuestion]:
+    """One question of each category in turn (categories in order of first appearance)."""
+    queues: dict[str | None, list[TaskQuestion]] = {}
+    for question in questions:
+        queues.setdefault(question.category, []).append(question)
+    out: list[TaskQuestion] = []
+    while any(queues.values()):
+        for queue in queues.values():
+            if queue:
+                out.append(queue.pop(0))
+    return out
 
-    So that `--limit N` on any split still mixes both kinds.
+
+def interleave(multihop: list[TaskQuestion], memory: list[TaskQuestion]) -> list[TaskQuestion]:
+    """Two multi-hop questions then one memory question, repeated; leftovers at the end. Within
+    each kind the categories take turns.
+
+    So that `--limit N` on any split still mixes both kinds and their categories.
     """
     out: list[TaskQuestion] = []
-    mh, mem = list(multihop), list(memory)
+    mh, mem = by_category_round_robin(multihop), by_category_round_robin(memory)
     while mh or mem:
         out.extend(mh[:2])
         del mh[:2]

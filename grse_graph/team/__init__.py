@@ -1,9 +1,10 @@
 """The agent team: a TeamSpec compiled into a LangGraph StateGraph that yields Rollouts."""
 
+from .agent import PresampledReply
 from .answer import extract_answer
 from .graph import build_team_graph, compose_input, input_ref, question_kind
 from .rollout import Rollout, Step, StepUsage, ToolCallRecord
-from .run import run_rollout
+from .run import run_rollout, sample_openings
 from .spec import (
     FIRST_AGENT,
     SECOND_AGENT,
@@ -22,6 +23,7 @@ __all__ = [
     "SECOND_AGENT",
     "TOPOLOGIES",
     "AgentSpec",
+    "PresampledReply",
     "QuestionKind",
     "Rollout",
     "SkillMode",
@@ -38,5 +40,6 @@ __all__ = [
     "input_ref",
     "question_kind",
     "run_rollout",
+    "sample_openings",
     "topology_builder",
 ]

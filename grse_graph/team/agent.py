@@ -9,7 +9,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.outputs import ChatGeneration
+from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict
 
@@ -34,6 +35,14 @@ class AgentTurnInput(BaseModel):
     max_skill_loads: int = 0
     force_first_tool: bool = False
     skills_present: tuple[str, ...] = ()
+
+
+class PresampledReply(BaseModel):
+    """A first model reply obtained before the turn: one choice of an `n`-sample call whose
+    prompt a group of rollouts shares. `usage` is this reply's share of that call."""
+
+    message: AIMessage
+    usage: StepUsage
 
 
 def usage_of(reply: AIMessage, latency_s: float) -> StepUsage:
@@ -77,6 +86,10 @@ class _UsageMeter:
         self.usage = add_usage(self.usage, usage_of(reply, elapsed))
         return reply
 
+    def take(self, presampled: PresampledReply) -> AIMessage:
+        self.usage = add_usage(self.usage, presampled.usage)
+        return presampled.message
+
 
 def _render_result(result: Any) -> str:
     if isinstance(result, ToolMessage):
@@ -115,44 +128,123 @@ def _replayable(reply: AIMessage) -> AIMessage:
     return reply.model_copy(update={"content": " "})
 
 
+def _offered_tools(turn: AgentTurnInput, task_calls: int, skill_loads: int) -> list[BaseTool]:
+    """The tools whose budgets are not spent yet."""
+    offered: list[BaseTool] = []
+    if task_calls < turn.max_tool_calls:
+        offered.extend(turn.task_tools)
+    if turn.skill_tool is not None and skill_loads < turn.max_skill_loads:
+        offered.append(turn.skill_tool)
+    return offered
+
+
+def _bind(
+    model: BaseChatModel, turn: AgentTurnInput, offered: list[BaseTool], *, first_call: bool
+) -> Any:
+    if turn.force_first_tool and first_call and turn.task_tools:
+        return model.bind_tools(offered, tool_choice=turn.task_tools[0].name)
+    return model.bind_tools(offered)
+
+
+def _max_turns(turn: AgentTurnInput) -> int:
+    return turn.max_tool_calls + turn.max_skill_loads + 1
+
+
+def _opening_messages(turn: AgentTurnInput) -> list[BaseMessage]:
+    return [SystemMessage(content=turn.system_prompt), HumanMessage(content=turn.user_input)]
+
+
+async def sample_first_replies(
+    model: BaseChatModel, turn: AgentTurnInput, n: int, config: RunnableConfig | None = None
+) -> list[PresampledReply]:
+    """The turn's first model call made once with `n` choices (OpenAI `n`), for a group of
+    rollouts that share its prompt: the engine computes the prompt once.
+
+    Returns the choices the server sent; a server that ignores `n` sends one, and callers make
+    the missing calls themselves. Each choice's usage is an equal share of the call's (the
+    response reports one usage for all choices); the first share carries the call count.
+    """
+    offered = _offered_tools(turn, 0, 0)
+    runnable: Any = (
+        _bind(model, turn, offered, first_call=True) if offered and _max_turns(turn) > 1 else model
+    )
+    # bind_tools returns the model wrapped with its tool arguments; `agenerate` (which keeps
+    # every choice, unlike `ainvoke`) lives on the model itself.
+    target: Any = runnable.bound if isinstance(runnable, RunnableBinding) else runnable
+    kwargs: dict[str, Any] = dict(runnable.kwargs) if isinstance(runnable, RunnableBinding) else {}
+    if not isinstance(target, BaseChatModel):
+        raise TypeError(f"cannot sample n choices from {type(target).__name__}")
+    started = time.perf_counter()
+    config = config or {}
+    result = await target.agenerate(
+        [_opening_messages(turn)],
+        callbacks=config.get("callbacks"),
+        tags=config.get("tags"),
+        metadata=config.get("metadata"),
+        run_name=config.get("run_name"),
+        n=n,
+        **kwargs,
+    )
+    elapsed = time.perf_counter() - started
+    messages = [
+        g.message
+        for g in result.generations[0]
+        if isinstance(g, ChatGeneration) and isinstance(g.message, AIMessage)
+    ]
+    if not messages:
+        raise TypeError("chat model returned no AIMessage choices")
+    total = usage_of(messages[0], elapsed)
+    count = len(messages)
+    return [
+        PresampledReply(
+            message=message,
+            usage=StepUsage(
+                prompt_tokens=_share(total.prompt_tokens, count, i),
+                completion_tokens=_share(total.completion_tokens, count, i),
+                cached_prompt_tokens=_share(total.cached_prompt_tokens, count, i),
+                model_calls=1 if i == 0 else 0,
+                latency_s=total.latency_s / count,
+            ),
+        )
+        for i, message in enumerate(messages)
+    ]
+
+
+def _share(total: int, parts: int, index: int) -> int:
+    """Part `index` of `total` split into `parts` integers that sum to it."""
+    return total // parts + (1 if index < total % parts else 0)
+
+
 async def run_agent_turn(
-    model: BaseChatModel, turn: AgentTurnInput, config: RunnableConfig | None = None
+    model: BaseChatModel,
+    turn: AgentTurnInput,
+    config: RunnableConfig | None = None,
+    first_reply: PresampledReply | None = None,
 ) -> Step:
     """Run one agent: model calls with tools until it answers in text or its budgets run out.
 
     Task-tool calls are capped by `max_tool_calls` and skill loads by `max_skill_loads`; once a
     budget is spent that tool is no longer offered, and a call beyond it is answered with an
     error message (and recorded). The last possible model call is always made without tools, so
-    the turn ends with text. Model and HTTP errors propagate to the caller.
+    the turn ends with text. `first_reply`, when given, stands in for the first model call
+    (see `sample_first_replies`). Model and HTTP errors propagate to the caller.
     """
     meter = _UsageMeter()
-    messages: list[BaseMessage] = [
-        SystemMessage(content=turn.system_prompt),
-        HumanMessage(content=turn.user_input),
-    ]
+    messages = _opening_messages(turn)
     records: list[ToolCallRecord] = []
     task_calls = 0
     skill_loads = 0
     by_name = {t.name: t for t in turn.task_tools}
-    max_turns = turn.max_tool_calls + turn.max_skill_loads + 1
+    max_turns = _max_turns(turn)
     reply = AIMessage(content="")
     for model_call in range(max_turns):
-        offered: list[BaseTool] = []
-        if task_calls < turn.max_tool_calls:
-            offered.extend(turn.task_tools)
-        if turn.skill_tool is not None and skill_loads < turn.max_skill_loads:
-            offered.append(turn.skill_tool)
+        offered = _offered_tools(turn, task_calls, skill_loads)
         with_tools = bool(offered) and model_call < max_turns - 1
-        if with_tools:
-            force = turn.force_first_tool and model_call == 0 and turn.task_tools
-            bound: Any = (
-                model.bind_tools(offered, tool_choice=turn.task_tools[0].name)
-                if force
-                else model.bind_tools(offered)
-            )
+        if model_call == 0 and first_reply is not None:
+            reply = meter.take(first_reply)
         else:
-            bound = model
-        reply = await meter.call(bound, messages, config)
+            bound = _bind(model, turn, offered, first_call=model_call == 0) if with_tools else model
+            reply = await meter.call(bound, messages, config)
         if not reply.tool_calls or not with_tools:
             break
         messages.append(_replayable(reply))

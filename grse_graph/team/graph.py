@@ -64,6 +64,52 @@ def _agent_tools(
     return tuple(tools)
 
 
+def agent_turn_input(
+    task: Task,
+    question: TaskQuestion,
+    agent: AgentSpec,
+    position: int,
+    kind: QuestionKind,
+    previous: Sequence[Step],
+) -> tuple[AgentTurnInput, SkillUseRecorder | None]:
+    """One agent's turn on a question after the `previous` steps, and the recorder of its skill
+    loads (tool mode with a non-empty library only)."""
+    role = agent.role_for(kind)
+    library = agent.library
+    skill_names = tuple(library.names())
+    recorder: SkillUseRecorder | None = None
+    skill_tool = None
+    if agent.skill_mode == "tool" and skill_names:
+        recorder = SkillUseRecorder()
+        skill_tool = make_skill_tool(library, recorder)
+        system_prompt = render_index(role, library)
+    else:
+        system_prompt = render_inline(role, library)
+    task_input = task.render_input(question)
+    user_input = compose_input(task_input, previous, agent)
+    turn = AgentTurnInput(
+        index=len(previous),
+        agent=agent.name,
+        system_prompt=system_prompt,
+        user_input=user_input,
+        input_ref=input_ref(question) if task_input in user_input else None,
+        task_tools=_agent_tools(task, question, agent, position),
+        skill_tool=skill_tool,
+        max_tool_calls=agent.max_tool_calls,
+        max_skill_loads=len(skill_names) if skill_tool is not None else 0,
+        force_first_tool=agent.force_first_tool,
+        skills_present=skill_names,
+    )
+    return turn, recorder
+
+
+def first_turn_input(spec: TeamSpec, task: Task, question: TaskQuestion) -> AgentTurnInput:
+    """The first agent's turn on a question: the same for every rollout of a group."""
+    first = spec.agents[0]
+    kind = question_kind(task, question, first)
+    return agent_turn_input(task, question, first, 0, kind, ())[0]
+
+
 def _node_factory(
     spec: TeamSpec,
     task: Task,
@@ -77,34 +123,10 @@ def _node_factory(
         async def node(state: TeamState, config: RunnableConfig) -> dict[str, Any]:
             question = state.question
             kind = state.kind or question_kind(task, question, first)
-            role = agent.role_for(kind)
-            library = agent.library
-            skill_names = tuple(library.names())
-            recorder: SkillUseRecorder | None = None
-            skill_tool = None
-            if agent.skill_mode == "tool" and skill_names:
-                recorder = SkillUseRecorder()
-                skill_tool = make_skill_tool(library, recorder)
-                system_prompt = render_index(role, library)
-            else:
-                system_prompt = render_inline(role, library)
-            task_input = task.render_input(question)
-            user_input = compose_input(task_input, state.steps, agent)
-            turn = AgentTurnInput(
-                index=len(state.steps),
-                agent=agent.name,
-                system_prompt=system_prompt,
-                user_input=user_input,
-                input_ref=input_ref(question) if task_input in user_input else None,
-                task_tools=_agent_tools(task, question, agent, position),
-                skill_tool=skill_tool,
-                max_tool_calls=agent.max_tool_calls,
-                max_skill_loads=len(skill_names) if skill_tool is not None else 0,
-                force_first_tool=agent.force_first_tool,
-                skills_present=skill_names,
-            )
+            turn, recorder = agent_turn_input(task, question, agent, position, kind, state.steps)
             model = provider.chat("actor", sampling=sampling, max_tokens=max_tokens)
-            step = await run_agent_turn(model, turn, config)
+            opening = state.opening if not state.steps and agent.name == first.name else None
+            step = await run_agent_turn(model, turn, config, first_reply=opening)
             if recorder is not None:
                 # Inline skills cannot be attributed reliably from the text, so only tool-mode
                 # loads count as invocations.
@@ -133,7 +155,8 @@ def build_team_graph(
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The compiled team graph (no checkpointer) for one task.
 
-    Input: `{"question": TaskQuestion}` (a dict in TaskQuestion's shape is accepted). Output:
+    Input: `{"question": TaskQuestion}` (a dict in TaskQuestion's shape is accepted; an
+    optional `opening` presampled reply replaces the first agent's first model call). Output:
     the final `TeamState` values: per-agent `outputs`, recorded `steps` and the `answer`.
     Every agent calls the provider's "actor" role with `sampling`; `max_tokens` overrides the
     role's generation cap.

@@ -9,7 +9,8 @@ from langchain_core.runnables import RunnableConfig
 from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
 from grse_graph.tasks.base import Task, TaskQuestion
 
-from .graph import build_team_graph
+from .agent import PresampledReply, sample_first_replies
+from .graph import build_team_graph, first_turn_input
 from .rollout import Rollout, Step
 from .spec import TeamSpec
 from .state import TeamState
@@ -29,12 +30,14 @@ async def run_rollout(
     group_index: int = 0,
     metadata: dict[str, Any] | None = None,
     max_tokens: int | None = None,
+    opening: PresampledReply | None = None,
 ) -> Rollout:
     """Execute the team once from a fresh state and score its answer with `task.score`.
 
     The rollout and question ids (and `metadata`) go into the run config metadata so a LangSmith
-    trace can be found from the rollout. The seed recorded is `sampling.seed`. Model and HTTP
-    errors propagate; callers decide whether to retry or record the failure.
+    trace can be found from the rollout. The seed recorded is `sampling.seed`. `opening`
+    replaces the first agent's first model call (see `sample_openings`). Model and HTTP errors
+    propagate; callers decide whether to retry or record the failure.
     """
     graph = build_team_graph(spec, task, provider, sampling=sampling, max_tokens=max_tokens)
     config: RunnableConfig = {
@@ -49,7 +52,7 @@ async def run_rollout(
         "tags": ["grse-team"],
         "recursion_limit": _RECURSION_PER_AGENT * len(spec.agents) + 5,
     }
-    result = await graph.ainvoke(TeamState(question=question), config=config)
+    result = await graph.ainvoke(TeamState(question=question, opening=opening), config=config)
     steps = [s if isinstance(s, Step) else Step.model_validate(s) for s in result["steps"]]
     answer = str(result["answer"])
     scored = task.score(question, answer)
@@ -63,3 +66,26 @@ async def run_rollout(
         reward=scored.reward,
         metrics=scored.metrics,
     )
+
+
+async def sample_openings(
+    spec: TeamSpec,
+    task: Task,
+    question: TaskQuestion,
+    provider: ChatModelProvider,
+    *,
+    sampling: SamplingSettings,
+    n: int,
+    metadata: dict[str, Any] | None = None,
+    max_tokens: int | None = None,
+) -> list[PresampledReply]:
+    """The first agent's first reply for `n` rollouts of `question`, from one call with `n`
+    choices (the group's shared prompt is computed once). A server that ignores `n` returns
+    fewer replies; the rollouts without one make their own call."""
+    model = provider.chat("actor", sampling=sampling, max_tokens=max_tokens)
+    config: RunnableConfig = {
+        "run_name": f"opening:{question.id}",
+        "metadata": {**(metadata or {}), "question_id": question.id, "task": task.name},
+        "tags": ["grse-team"],
+    }
+    return await sample_first_replies(model, first_turn_input(spec, task, question), n, config)

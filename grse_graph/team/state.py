@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from grse_graph.tasks.base import TaskQuestion
 
+from .agent import PresampledReply
 from .rollout import Step
 from .spec import QuestionKind
 
@@ -22,7 +23,8 @@ class TeamState(BaseModel):
     """State of one team execution.
 
     `kind` is decided once per question (passages or conversation) by the first node that runs;
-    `answer` is written by the agent that gives the team's final answer.
+    `answer` is written by the agent that gives the team's final answer. `opening`, when set,
+    is the first agent's first reply, sampled once for a group (`sample_first_replies`).
     """
 
     question: TaskQuestion
@@ -30,3 +32,4 @@ class TeamState(BaseModel):
     outputs: Annotated[dict[str, str], merge_outputs] = Field(default_factory=dict)
     steps: Annotated[list[Step], operator.add] = Field(default_factory=list)
     answer: str = ""
+    opening: PresampledReply | None = None

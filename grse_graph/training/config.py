@@ -42,6 +42,10 @@ class TrainConfig(BaseModel):
     seed: int = 0
     skill_mode: Literal["inline", "tool"] = "inline"
     concurrency: int = Field(default=4, ge=1)
+    first_agent_n: bool = Field(
+        default=True,
+        description="sample the first agent's first reply of a group in one call with n=G",
+    )
     max_attempts: int = Field(
         default=2, ge=1, description="tries per rollout/critic/validation unit on transient errors"
     )

@@ -31,6 +31,9 @@ DEMO_SETTINGS: dict[str, Any] = {
     "critic_max_tokens": 1200,
 }
 DEMO_ACTOR_MAX_TOKENS = 384
+DEMO_TEST_LIMIT = 12
+"""Test questions the demo scores each library on: the split interleaves its categories, so the
+first 12 hold every one; both libraries on all 24 would take the demo past 15 minutes."""
 """The actor role's cap in the demo (training and test alike), instead of the paper's 4,096."""
 
 
@@ -68,8 +71,16 @@ async def run_demo(
             for agent, path in training.final_libraries.items()
         }
     )
+    unchanged = {a: lib.content_hash() for a, lib in empty_team.libraries().items()} == {
+        a: lib.content_hash() for a, lib in final_team.libraries().items()
+    }
     summaries: dict[str, EvalSummary] = {}
     for label, team in (("empty", empty_team), ("final", final_team)):
+        if label == "final" and unchanged:
+            # Greedy decoding with the same libraries answers the same way: reuse, don't rerun.
+            console.print("the trained libraries equal the empty ones: final score = empty score")
+            summaries[label] = summaries["empty"]
+            continue
         summaries[label] = await run_evaluation(
             deps.task,
             "test",

@@ -37,16 +37,18 @@ from grse_graph.methods.grse.schema import CritiqueResult
 from grse_graph.methods.operators import evolve, record_utilities
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import Task, TaskQuestion
-from grse_graph.team import TeamSpec, default_team, run_rollout
+from grse_graph.team import PresampledReply, TeamSpec, default_team, run_rollout, sample_openings
 from grse_graph.team.rollout import Rollout
 
 from .config import TrainConfig
+from .openings import GroupOpenings
 from .progress import ProgressCallback, ProgressEvent, Stage
 from .records import (
     AggregateRecord,
     CandidateRecord,
     CritiqueRecord,
     GateRecord,
+    OpeningRecord,
     OperatorLine,
     ReviewRecord,
     RolloutRecord,
@@ -158,6 +160,11 @@ class TrainingDeps:
 def rollout_unit_id(iteration: int, question_id: str, group_index: int) -> str:
     """Id of training rollout g of a question in an iteration."""
     return f"it{iteration}-{question_id}-g{group_index}"
+
+
+def opening_unit_id(iteration: int, question_id: str) -> str:
+    """Id of the first agent's n=G call for one question's group in an iteration."""
+    return f"it{iteration}-{question_id}-opening"
 
 
 def critic_unit_id(iteration: int, question_id: str) -> str:
@@ -330,6 +337,7 @@ def build_training_graph(deps: TrainingDeps) -> StateGraph:
         group_index: int,
         iteration: int,
         stage: Stage,
+        opening: PresampledReply | None = None,
     ) -> Rollout:
         """One team execution under the given libraries (a training or validation unit)."""
         return await isolated(
@@ -343,12 +351,55 @@ def build_training_graph(deps: TrainingDeps) -> StateGraph:
                 group_index=group_index,
                 metadata={"iteration": iteration, "stage": stage},
                 max_tokens=cfg.actor_max_tokens,
+                opening=opening,
             )
+        )
+
+    openings = GroupOpenings(run.openings)
+
+    async def sample_group_opening(unit: RolloutUnit) -> OpeningRecord:
+        opening_id = opening_unit_id(unit["iteration"], unit["question_id"])
+        replies = await isolated(
+            sample_openings(
+                team.with_libraries(load(unit["libraries"])),
+                deps.task,
+                question(unit["question_id"]),
+                deps.provider,
+                sampling=cfg.training_sampling.model_copy(
+                    update={"seed": derive_seed(cfg.seed, opening_id)}
+                ),
+                n=cfg.group_size,
+                metadata={"iteration": unit["iteration"], "stage": "rollouts"},
+                max_tokens=cfg.actor_max_tokens,
+            )
+        )
+        return OpeningRecord(
+            iteration=unit["iteration"],
+            unit_id=opening_id,
+            question_id=unit["question_id"],
+            requested=cfg.group_size,
+            library_hashes=unit["library_hashes"],
+            replies=replies,
+        )
+
+    def group_started(unit: RolloutUnit) -> bool:
+        """Whether a rollout of the unit's group is already recorded (then n=G would waste)."""
+        it, qid = unit["iteration"], unit["question_id"]
+        return any(
+            run.rollouts.get(rollout_unit_id(it, qid, g)) is not None for g in range(cfg.group_size)
         )
 
     async def rollout(unit: RolloutUnit) -> dict[str, Any]:
         unit_id = unit["unit_id"]
         if run.rollouts.get(unit_id) is None:
+            opening = None
+            if cfg.first_agent_n and cfg.group_size > 1:
+                opening = await openings.reply_for(
+                    opening_unit_id(unit["iteration"], unit["question_id"]),
+                    unit["group_index"],
+                    lambda: sample_group_opening(unit),
+                    may_sample=not group_started(unit),
+                )
             result = await execute(
                 unit["libraries"],
                 unit["question_id"],
@@ -357,6 +408,7 @@ def build_training_graph(deps: TrainingDeps) -> StateGraph:
                 group_index=unit["group_index"],
                 iteration=unit["iteration"],
                 stage="rollouts",
+                opening=opening,
             )
             run.rollouts.append(
                 RolloutRecord(

@@ -12,6 +12,7 @@ from grse_graph.methods.grse.schema import (
     GateDecision,
     OperatorRecord,
 )
+from grse_graph.team.agent import PresampledReply
 from grse_graph.team.rollout import Rollout
 
 
@@ -25,6 +26,19 @@ class RolloutRecord(BaseModel):
     seed: int | None
     library_hashes: dict[str, str]
     rollout: Rollout
+
+
+class OpeningRecord(BaseModel):
+    """The first agent's first replies for one question's group, from one call with `n` =
+    `requested` choices. Fewer `replies` than requested means the server ignored `n`; rollout
+    g uses reply g when there is one and makes its own call otherwise."""
+
+    iteration: int
+    unit_id: str
+    question_id: str
+    requested: int
+    library_hashes: dict[str, str]
+    replies: list[PresampledReply]
 
 
 class CritiqueRecord(BaseModel):

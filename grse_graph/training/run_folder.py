@@ -5,6 +5,7 @@ Layout::
     RUN/config.json                         TrainConfig
     RUN/libraries/iter_<t>/<agent>/<skill>/SKILL.md   libraries after iteration t (0 = start)
     RUN/candidates/iter_<t>/<agent>/...     candidate libraries proposed in iteration t
+    RUN/openings.jsonl                      OpeningRecord (a group's first replies, n=G)
     RUN/rollouts.jsonl                      RolloutRecord (training rollouts)
     RUN/critiques.jsonl                     CritiqueRecord (advantages, diagnoses with checks)
     RUN/aggregates.jsonl                    AggregateRecord
@@ -35,6 +36,7 @@ from .records import (
     CandidateRecord,
     CritiqueRecord,
     GateRecord,
+    OpeningRecord,
     OperatorLine,
     ReviewRecord,
     RolloutRecord,
@@ -59,6 +61,9 @@ class RunFolder:
         self.path = Path(path)
         self.rollouts = JsonlStore(
             self.path / "rollouts.jsonl", RolloutRecord, key=lambda r: r.unit_id
+        )
+        self.openings = JsonlStore(
+            self.path / "openings.jsonl", OpeningRecord, key=lambda r: r.unit_id
         )
         self.critiques = JsonlStore(
             self.path / "critiques.jsonl", CritiqueRecord, key=lambda r: r.unit_id

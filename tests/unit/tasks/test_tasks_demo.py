@@ -39,6 +39,9 @@ def test_split_sizes_and_mix(demo: DemoTask) -> None:
     assert kinds["test"] == {"multi-hop": 16, "memory": 8}
     # The first ten questions of a split already mix both kinds (for `--limit 10`).
     assert {demo.is_memory(q) for q in demo.split("test")[:10]} == {True, False}
+    # ... and the first twelve hold every category once or more (the demo's test prefix).
+    for name in ("validation", "test"):
+        assert {q.category for q in demo.split(name)[:12]} == set(demo.categories)
     assert demo.kind == "mixed"
 
 

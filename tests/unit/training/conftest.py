@@ -130,6 +130,7 @@ class RoleModel(BaseChatModel):
     role: str
     seed: int | None = None
     skills_help: bool = True
+    honours_n: bool = False
     log: Any = None
     bound: tuple[str, ...] = ()
 
@@ -144,14 +145,12 @@ class RoleModel(BaseChatModel):
         schema = self.bound[0] if self.bound else "text"
         self.log.record(self.role, schema)
         if self.role == "actor":
-            system = str(messages[0].content) if messages else ""
-            if SKILL_MARK in system:
-                good = self.skills_help
-            elif self.seed is None:
-                good = not self.skills_help
-            else:
-                good = self.seed % 2 == 0
-            message = AIMessage(content=f"Answer: {GOLD if good else 'red'}")
+            choices = int(kwargs.get("n") or 1) if self.honours_n else 1
+            return ChatResult(
+                generations=[
+                    ChatGeneration(message=self._actor_reply(messages, i)) for i in range(choices)
+                ]
+            )
         else:
             args_by_schema: dict[str, Any] = {
                 "CriticOutput": CRITIC_REPLY,
@@ -169,13 +168,24 @@ class RoleModel(BaseChatModel):
                 message = AIMessage(content="## reasoner\nAnswer with the colour word only.")
         return ChatResult(generations=[ChatGeneration(message=message)])
 
+    def _actor_reply(self, messages: list[BaseMessage], choice: int) -> AIMessage:
+        system = str(messages[0].content) if messages else ""
+        if SKILL_MARK in system:
+            good = self.skills_help
+        elif self.seed is None:
+            good = not self.skills_help
+        else:
+            good = (self.seed + choice) % 2 == 0
+        return AIMessage(content=f"Answer: {GOLD if good else 'red'}")
+
 
 class CountingProvider:
     """A `ChatModelProvider` of `RoleModel`s sharing one `CallLog`."""
 
-    def __init__(self, log: CallLog, skills_help: bool = True) -> None:
+    def __init__(self, log: CallLog, skills_help: bool = True, honours_n: bool = False) -> None:
         self.log = log
         self.skills_help = skills_help
+        self.honours_n = honours_n
 
     def chat(
         self,
@@ -185,7 +195,13 @@ class CountingProvider:
         max_tokens: int | None = None,
     ) -> BaseChatModel:
         seed = sampling.seed if sampling is not None else None
-        return RoleModel(role=role, seed=seed, log=self.log, skills_help=self.skills_help)
+        return RoleModel(
+            role=role,
+            seed=seed,
+            log=self.log,
+            skills_help=self.skills_help,
+            honours_n=self.honours_n,
+        )
 
 
 @pytest.fixture

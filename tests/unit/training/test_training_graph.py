@@ -282,3 +282,71 @@ def test_demo_trains_then_scores_the_empty_and_the_trained_libraries(tmp_path: P
     # The fake answers greedily right only with skills in its prompt: the trained library wins.
     assert (result.empty.overall.reward, result.final.overall.reward) == (0.0, 1.0)
     assert (tmp_path / "test_empty").is_dir() and (tmp_path / "test_final").is_dir()
+
+
+def _rollout_actor_calls(log: CallLog, config: TrainConfig) -> int:
+    """Actor calls of iteration 1's rollouts: all actor calls minus the validation ones."""
+    validation_calls = AGENTS_PER_ROLLOUT * 2 * 2  # base and one candidate, 2 questions each
+    return log.count("actor") - validation_calls
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])  # 4: siblings wait for the one shared call
+def test_first_agent_is_sampled_once_per_group_with_n_when_the_server_honours_it(
+    tmp_path: Path, concurrency: int
+) -> None:
+    config = _config(group_size=4, batch_size=2, concurrency=concurrency)
+    log = CallLog()
+    deps = TrainingDeps(
+        task=TinyTask(),
+        provider=CountingProvider(log, honours_n=True),
+        config=config,
+        run=RunFolder(tmp_path),
+        usage=lambda: {},
+    )
+    asyncio.run(run_training(deps))
+    run = RunFolder(tmp_path)
+    openings = run.openings.read()
+    assert [(o.question_id, o.requested, len(o.replies)) for o in openings] == [
+        (qid, 4, 4) for qid in sample_batch_ids(deps.task, config, 1)
+    ]
+    # One n=4 call per group plus the second agent of each of the 8 rollouts, instead of 16.
+    assert _rollout_actor_calls(log, config) == 2 + 8
+    for record in run.rollouts.read():
+        (opening,) = (o for o in openings if o.question_id == record.question_id)
+        first_step = record.rollout.steps[0]
+        assert first_step.output == opening.replies[record.group_index].message.text
+        assert first_step.usage == opening.replies[record.group_index].usage
+
+
+def test_a_server_ignoring_n_costs_no_extra_call_and_is_asked_only_once(tmp_path: Path) -> None:
+    config = _config(group_size=4, batch_size=2, concurrency=1)
+    log = CallLog()
+    asyncio.run(run_training(_deps(tmp_path, config, log)))
+    openings = RunFolder(tmp_path).openings.read()
+    assert [(o.requested, len(o.replies)) for o in openings] == [(4, 1)]  # first group only
+    assert _rollout_actor_calls(log, config) == 16
+
+
+def test_first_agent_n_can_be_switched_off(tmp_path: Path) -> None:
+    config = _config(group_size=4, batch_size=2, first_agent_n=False)
+    log = CallLog()
+    asyncio.run(run_training(_deps(tmp_path, config, log)))
+    assert RunFolder(tmp_path).openings.read() == []
+    assert _rollout_actor_calls(log, config) == 16
+
+
+def test_gate_summary_names_each_candidates_skills_scores_and_verdict(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from grse_graph.cli.train_cmd import print_gates
+
+    for skills_help, verdict in ((True, "accepted"), (False, "rejected (needs >= 0.980)")):
+        folder = tmp_path / str(skills_help)
+        deps = _deps(folder, _config(), CallLog(), skills_help=skills_help)
+        result = asyncio.run(run_training(deps))
+        out = io.StringIO()
+        print_gates(Console(file=out, width=200), RunFolder(folder), result)
+        score = "1.000" if skills_help else "0.000"
+        assert f"reasoner: candidate [colour-answers] scored {score}: {verdict}" in out.getvalue()
