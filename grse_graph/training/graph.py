@@ -9,7 +9,8 @@ Rollouts, critiques and every other artifact live in the run folder, keyed by a 
 unit id; a unit found there is reused, so a resumed run never pays for a finished rollout,
 critic call or validation execution twice (LangGraph's pending writes already cover the Send
 tasks that finished in the superstep that failed; the run folder also covers work whose
-checkpoint was never written).
+checkpoint was never written). The first rollout of a group to start makes the first agent's
+first call once with n=G for all its siblings (`GroupOpenings`, stored in openings.jsonl).
 """
 
 from __future__ import annotations

@@ -85,6 +85,15 @@ def test_one_iteration_on_the_small_model_writes_the_run_folder(
     assert len(critiques) == 2
     assert all(c.result is not None or c.error for c in critiques)
     assert len(run.aggregates.read()) == 1
+    # The first group's first-agent call went out once with n=G; each reply the server sent
+    # (llama-cpp-python sends one) became that rollout's first step.
+    first_opening = run.openings.read()[0]
+    assert first_opening.requested == 2
+    assert 1 <= len(first_opening.replies) <= 2
+    for g, reply in enumerate(first_opening.replies):
+        record = run.rollouts.get(f"it1-{first_opening.question_id}-g{g}")
+        assert record is not None
+        assert record.rollout.steps[0].output == reply.message.text.strip()
     (gate,) = run.gate.read()
     # The gate always scores the base libraries; every candidate gets a decision with both scores.
     assert 0.0 <= gate.base_score <= 1.0
