@@ -16,12 +16,16 @@ from grse_graph.methods.grse.payload import CriticPayload, PayloadLimits, build_
 from grse_graph.methods.grse.schema import (
     AgentFeedback,
     CheckedDiagnosis,
+    CriticOutput,
     CriticRepair,
+    CriticVocabulary,
     CritiqueResult,
     DiagnosisCounts,
     FailureDiagnosis,
     SkillCredit,
     critic_output_schema,
+    critic_repair_schema,
+    step_label,
 )
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import TaskQuestion
@@ -48,6 +52,21 @@ def dedupe_credits(
         seen.add(key)
         kept.append(credit)
     return kept, dropped
+
+
+def group_vocabulary(ctx: CheckContext) -> CriticVocabulary:
+    """The agents, skills and step labels of a group, split by whether the rollout succeeded."""
+    failed: list[str] = []
+    successful: list[str] = []
+    for rollout, step in sorted(ctx.steps):
+        label = step_label(rollout - 1, step - 1)
+        (successful if ctx.is_success(rollout) else failed).append(label)
+    return CriticVocabulary(
+        agents=tuple(ctx.library),
+        skills=tuple(sorted({name for names in ctx.library.values() for name in names})),
+        failed_refs=tuple(failed),
+        successful_refs=tuple(successful),
+    )
 
 
 def split_feedback_by_agent(text: str, agents: Sequence[str]) -> list[AgentFeedback]:
@@ -179,9 +198,13 @@ class GroupCritic:
             SystemMessage(prompts.CRITIC_SYSTEM),
             HumanMessage(prompts.CRITIC_USER.format(payload=payload.text)),
         ]
-        schema = critic_output_schema(any(r.reward < 1.0 for r in rollouts))
-        output = await astructured_call(model, schema, messages)
         names = {agent: library.names() for agent, library in libraries.items()}
+        vocabulary = group_vocabulary(CheckContext.build(rollouts, names))
+        schema = critic_output_schema(any(r.reward < 1.0 for r in rollouts), vocabulary)
+        # Back to the plain models: the narrowed subclasses only shape the advertised schema.
+        output = CriticOutput.model_validate(
+            (await astructured_call(model, schema, messages)).model_dump()
+        )
         credits, dropped_credits = dedupe_credits(output.credits, names)
         ctx = CheckContext.build(rollouts, names, credits)
 
@@ -205,7 +228,7 @@ class GroupCritic:
         if failing:
             calls += 1
             repaired, credits, dropped_credits = await self._repair(
-                payload, failing, ctx, credits, dropped_credits, names
+                payload, failing, ctx, credits, dropped_credits, names, vocabulary
             )
             for (slot, _, _), result in zip(failing, repaired, strict=True):
                 checked[slot] = result
@@ -230,6 +253,7 @@ class GroupCritic:
         credits: list[SkillCredit],
         dropped_credits: int,
         names: Mapping[str, Iterable[str]],
+        vocabulary: CriticVocabulary,
     ) -> tuple[list[CheckedDiagnosis], list[SkillCredit], int]:
         """One repair round for the violating diagnoses; returns one result per failing input."""
         model = self.provider.chat("critic", max_tokens=self.max_tokens)
@@ -239,7 +263,11 @@ class GroupCritic:
         )
         messages: list[BaseMessage] = [SystemMessage(prompts.CRITIC_SYSTEM), HumanMessage(text)]
         try:
-            repair = await astructured_call(model, CriticRepair, messages)
+            repair = CriticRepair.model_validate(
+                (
+                    await astructured_call(model, critic_repair_schema(vocabulary), messages)
+                ).model_dump()
+            )
         except StructuredOutputError as error:
             reason = f"repair call failed: {error}"
             return (

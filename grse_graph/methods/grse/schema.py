@@ -13,11 +13,14 @@ small model can cite reliably.
 from __future__ import annotations
 
 import re
-from typing import Literal, get_args
+from collections.abc import Sequence
+from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, create_model, field_validator
 
 from grse_graph.skills import SkillLibrary
+
+M = TypeVar("M", bound=BaseModel)
 
 Verdict = Literal["helped", "redundant", "harmful", "neutral"]
 FailureType = Literal[
@@ -132,26 +135,134 @@ class CriticOutput(BaseModel):
     diagnoses: list[FailureDiagnosis]
 
 
-_CRITIC_OUTPUT_WITH_FAILURE: type[CriticOutput] = create_model(
-    "CriticOutput",
-    __base__=CriticOutput,
-    __doc__=CriticOutput.__doc__,
-    diagnoses=(list[FailureDiagnosis], Field(min_length=1)),
-)
+class CriticVocabulary(BaseModel):
+    """The names a critic may use for one group: its agents, skills and citable steps.
+
+    `critic_output_schema` writes them into the JSON schema as enums, so a grammar-constrained
+    engine (llama.cpp, vLLM guided decoding) cannot emit an agent, skill or step that does not
+    exist. Parsing stays as lenient as the plain models: on a server that ignores the schema, a
+    wrong name is still a single diagnosis for the attribution checks (repaired or dropped),
+    not a failed critic call.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    agents: tuple[str, ...]
+    skills: tuple[str, ...] = ()
+    failed_refs: tuple[str, ...] = ()
+    successful_refs: tuple[str, ...] = ()
 
 
-def critic_output_schema(group_has_failure: bool) -> type[CriticOutput]:
+def _enum(values: Sequence[str]) -> dict[str, Any]:
+    return {"type": "string", "enum": list(values)}
+
+
+def _list_of(values: Sequence[str], *, at_least: int = 0) -> dict[str, Any]:
+    # An empty vocabulary admits only the empty list.
+    if not values:
+        return {"maxItems": 0}
+    return {"items": _enum(values), **({"minItems": at_least} if at_least else {})}
+
+
+def _narrowed(model: type[M], schemas: dict[str, dict[str, Any]]) -> type[M]:
+    """A subclass of `model` whose listed fields advertise narrower JSON schemas (same types)."""
+    fields: dict[str, Any] = {}
+    for name, extra in schemas.items():
+        base = model.model_fields[name]
+        fields[name] = (
+            base.annotation,
+            Field(description=base.description, json_schema_extra=extra),
+        )
+    return create_model(model.__name__, __base__=model, __doc__=model.__doc__, **fields)
+
+
+def critic_output_schema(
+    group_has_failure: bool, vocabulary: CriticVocabulary | None = None
+) -> type[CriticOutput]:
     """The schema the critic fills for one group.
 
     A group with a rollout below reward 1 has a failure to explain, so its schema requires at
     least one diagnosis (``minItems`` becomes part of the engine's grammar): small critics
     otherwise close every list at once and the group teaches nothing. An honest outlet remains
-    (``uncertain_attribution`` with ``no_edit``). The schema keeps the name ``CriticOutput``
-    because the function-calling tool is named after it.
+    (``uncertain_attribution`` with ``no_edit``). With a `vocabulary`, agents, skills and step
+    references are advertised as enums of what exists in the group (see `CriticVocabulary`).
+    Parsed values are instances of the plain models' subclasses; the schema keeps the name
+    ``CriticOutput`` because the function-calling tool is named after it.
     """
-    if not group_has_failure:
-        return CriticOutput
-    return _CRITIC_OUTPUT_WITH_FAILURE
+    fields: dict[str, Any] = {
+        "credits": _credits_field(vocabulary),
+        "agent_feedback": (list[feedback_schema(vocabulary)], ...),  # type: ignore[misc]
+        "diagnoses": (
+            list[diagnosis_schema(vocabulary)],  # type: ignore[misc]
+            Field(min_length=1) if group_has_failure else ...,
+        ),
+    }
+    return create_model(
+        "CriticOutput", __base__=CriticOutput, __doc__=CriticOutput.__doc__, **fields
+    )
+
+
+def credit_schema(vocabulary: CriticVocabulary | None) -> type[SkillCredit]:
+    """`SkillCredit`, advertising the group's agents and skills when a vocabulary is given."""
+    if vocabulary is None:
+        return SkillCredit
+    return _narrowed(
+        SkillCredit,
+        {
+            "agent": _enum(vocabulary.agents),
+            # With no skill anywhere no credit can stand; any string keeps the schema valid.
+            "skill_id": _enum(vocabulary.skills) if vocabulary.skills else {},
+        },
+    )
+
+
+def feedback_schema(vocabulary: CriticVocabulary | None) -> type[AgentFeedback]:
+    """`AgentFeedback`, advertising the group's agents when a vocabulary is given."""
+    if vocabulary is None:
+        return AgentFeedback
+    return _narrowed(AgentFeedback, {"agent": _enum(vocabulary.agents)})
+
+
+def diagnosis_schema(vocabulary: CriticVocabulary | None) -> type[FailureDiagnosis]:
+    """`FailureDiagnosis`, advertising the group's names when a vocabulary is given."""
+    if vocabulary is None:
+        return FailureDiagnosis
+    skill_or_null: dict[str, Any] = (
+        {"anyOf": [_enum(vocabulary.skills), {"type": "null"}]}
+        if vocabulary.skills
+        else {"anyOf": [{"type": "null"}]}
+    )
+    return _narrowed(
+        FailureDiagnosis,
+        {
+            "agent": _enum(vocabulary.agents),
+            "skill_id": skill_or_null,
+            # The checks require a cited failed step; say so in the schema too.
+            "failed_refs": _list_of(vocabulary.failed_refs, at_least=1),
+            "successful_refs": _list_of(vocabulary.successful_refs),
+        },
+    )
+
+
+def critic_repair_schema(vocabulary: CriticVocabulary | None) -> type[CriticRepair]:
+    """`CriticRepair` advertising the same names as the group's `critic_output_schema`."""
+    if vocabulary is None:
+        return CriticRepair
+    return create_model(
+        "CriticRepair",
+        __base__=CriticRepair,
+        __doc__=CriticRepair.__doc__,
+        diagnoses=(list[diagnosis_schema(vocabulary)], ...),  # type: ignore[misc]
+        credits=_credits_field(vocabulary),
+    )
+
+
+def _credits_field(vocabulary: CriticVocabulary | None) -> tuple[Any, Any]:
+    kind = list[credit_schema(vocabulary)]  # type: ignore[misc, valid-type]
+    if vocabulary is not None and not vocabulary.skills:
+        # No skill exists yet, so there is nothing to credit: advertise the empty list only.
+        return kind, Field(json_schema_extra={"maxItems": 0})
+    return kind, ...
 
 
 class CriticRepair(BaseModel):

@@ -218,3 +218,42 @@ def test_an_all_successful_group_may_have_no_diagnosis() -> None:
     winners = [two_agent_rollout(0, 1.0), two_agent_rollout(1, 1.0)]
     result = asyncio.run(critic.critique(question(), LIBS, winners, [0.0, 0.0]))
     assert result.diagnoses == [] and len(model.calls) == 1
+
+
+class SchemaRecordingModel(ScriptedChatModel):
+    """Records the JSON schema of every tool it is bound to."""
+
+    schemas: list[dict[str, Any]] = []  # noqa: RUF012 - a pydantic field, copied per instance
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> SchemaRecordingModel:  # type: ignore[override]
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        self.schemas.extend(convert_to_openai_tool(t)["function"] for t in tools)
+        return self
+
+
+def test_the_tool_schema_advertises_only_the_groups_agents_skills_and_steps() -> None:
+    model = SchemaRecordingModel([output(diagnoses=[diagnosis()])])
+    critic = GroupCritic(FakeProvider({"critic": model}))
+    asyncio.run(critic.critique(question(), LIBS, ROLLOUTS, [1.0, -1.0]))
+    (tool,) = model.schemas
+    assert tool["name"] == "CriticOutput"
+    text = str(tool["parameters"])
+    diagnosis_fields = tool["parameters"]["properties"]["diagnoses"]["items"]["properties"]
+    # Rollout r1 succeeded and r2 failed; each has two steps (reader, answerer).
+    assert diagnosis_fields["failed_refs"]["items"]["enum"] == ["r2.s1", "r2.s2"]
+    assert diagnosis_fields["failed_refs"]["minItems"] == 1
+    assert "'enum': ['r1.s1', 'r1.s2']" in text  # successful_refs
+    assert "'enum': ['reader', 'answerer']" in text  # agents
+    assert "'enum': ['extract']" in text  # skills
+    assert "'minItems': 1" in text  # a failing group must be diagnosed
+
+
+def test_a_name_outside_the_vocabulary_is_parsed_and_left_to_the_checks() -> None:
+    # Servers that do not enforce the schema can still send any string: one diagnosis is
+    # dropped by the attribution checks, the critic call itself does not fail.
+    bad = diagnosis(agent="Agent 2", failed_refs=["Passage 4"])
+    result, _, _ = run([output(diagnoses=[bad]), repair(diagnoses=[bad])])
+    [checked] = result.diagnoses
+    assert checked.status == "dropped"
+    assert result.critic_calls == 2

@@ -96,7 +96,9 @@ def test_a_server_that_ignores_n_yields_a_single_reply() -> None:
     roles = _roles(requests, _response(["only one"], 40, 2))
     task = FakeTask([question("q1")])
     replies = asyncio.run(
-        sample_openings(_team(), task, task.split("test")[0], roles, sampling=SamplingSettings(), n=4)
+        sample_openings(
+            _team(), task, task.split("test")[0], roles, sampling=SamplingSettings(), n=4
+        )
     )
     assert [r.message.text for r in replies] == ["only one"]
     assert replies[0].usage.prompt_tokens == 40
