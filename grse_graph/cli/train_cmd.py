@@ -238,10 +238,12 @@ def register(app: typer.Typer) -> None:
         model: Annotated[str, typer.Option(help="embedded model: small|default|PATH")] = "default",
         out: Annotated[Path | None, typer.Option(help="run folder")] = None,
         iterations: Annotated[int, typer.Option(help="training iterations")] = 1,
-        batch_size: Annotated[int, typer.Option(help="training questions")] = 3,
+        batch_size: Annotated[int, typer.Option(help="training questions")] = DEMO_SETTINGS[
+            "batch_size"
+        ],
         test_limit: Annotated[
             int,
-            typer.Option(min=0, help="first N test questions, every category among them (0: all)"),
+            typer.Option(min=0, help="first N test questions (both kinds mixed; 0: all)"),
         ] = DEMO_TEST_LIMIT,
     ) -> None:
         """The main job: train GRSE on the demo task with the embedded engine, then compare the

@@ -15,6 +15,7 @@ from grse_graph.methods.grse.checks import CheckContext, check_diagnosis, is_hyp
 from grse_graph.methods.grse.payload import CriticPayload, PayloadLimits, build_critic_payload
 from grse_graph.methods.grse.schema import (
     AgentFeedback,
+    AgentVocabulary,
     CheckedDiagnosis,
     CriticOutput,
     CriticRepair,
@@ -55,17 +56,22 @@ def dedupe_credits(
 
 
 def group_vocabulary(ctx: CheckContext) -> CriticVocabulary:
-    """The agents, skills and step labels of a group, split by whether the rollout succeeded."""
-    failed: list[str] = []
-    successful: list[str] = []
-    for rollout, step in sorted(ctx.steps):
+    """Each agent's skills and step labels in a group, split by whether the rollout succeeded."""
+    failed: dict[str, list[str]] = {agent: [] for agent in ctx.library}
+    successful: dict[str, list[str]] = {agent: [] for agent in ctx.library}
+    for (rollout, step), facts in sorted(ctx.steps.items()):
         label = step_label(rollout - 1, step - 1)
-        (successful if ctx.is_success(rollout) else failed).append(label)
+        bucket = successful if ctx.is_success(rollout) else failed
+        bucket.setdefault(facts.agent, []).append(label)
     return CriticVocabulary(
-        agents=tuple(ctx.library),
-        skills=tuple(sorted({name for names in ctx.library.values() for name in names})),
-        failed_refs=tuple(failed),
-        successful_refs=tuple(successful),
+        agents={
+            agent: AgentVocabulary(
+                skills=tuple(sorted(ctx.library.get(agent, frozenset()))),
+                failed_refs=tuple(failed.get(agent, [])),
+                successful_refs=tuple(successful.get(agent, [])),
+            )
+            for agent in {**failed, **successful}
+        }
     )
 
 

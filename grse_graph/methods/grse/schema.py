@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar, get_args
+from typing import Any, Literal, TypeVar, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, create_model, field_validator
 
@@ -135,22 +135,33 @@ class CriticOutput(BaseModel):
     diagnoses: list[FailureDiagnosis]
 
 
-class CriticVocabulary(BaseModel):
-    """The names a critic may use for one group: its agents, skills and citable steps.
+class AgentVocabulary(BaseModel):
+    """What a critic may cite for one agent of a group: its skills and its steps."""
 
-    `critic_output_schema` writes them into the JSON schema as enums, so a grammar-constrained
-    engine (llama.cpp, vLLM guided decoding) cannot emit an agent, skill or step that does not
-    exist. Parsing stays as lenient as the plain models: on a server that ignores the schema, a
-    wrong name is still a single diagnosis for the attribution checks (repaired or dropped),
-    not a failed critic call.
+    model_config = ConfigDict(frozen=True)
+
+    skills: tuple[str, ...] = ()
+    failed_refs: tuple[str, ...] = ()
+    successful_refs: tuple[str, ...] = ()
+
+
+class CriticVocabulary(BaseModel):
+    """The names a critic may use for one group, per agent (in team order).
+
+    `critic_output_schema` writes them into the JSON schema: each diagnosis and credit is one
+    of per-agent variants whose skill and step fields are enums of that agent's own skills and
+    steps, so a grammar-constrained engine (llama.cpp, vLLM guided decoding) cannot name a
+    skill, step or action the attribution checks would reject for being impossible. Parsing
+    stays as lenient as the plain models: on a server that ignores the schema, a wrong name is
+    still a single diagnosis for the checks (repaired or dropped), not a failed critic call.
     """
 
     model_config = ConfigDict(frozen=True)
 
-    agents: tuple[str, ...]
-    skills: tuple[str, ...] = ()
-    failed_refs: tuple[str, ...] = ()
-    successful_refs: tuple[str, ...] = ()
+    agents: dict[str, AgentVocabulary]
+
+
+_SKILL_FAILURES: frozenset[str] = frozenset({"skill_not_followed", "skill_defect"})
 
 
 def _enum(values: Sequence[str]) -> dict[str, Any]:
@@ -164,16 +175,20 @@ def _list_of(values: Sequence[str], *, at_least: int = 0) -> dict[str, Any]:
     return {"items": _enum(values), **({"minItems": at_least} if at_least else {})}
 
 
-def _narrowed(model: type[M], schemas: dict[str, dict[str, Any]]) -> type[M]:
+def _narrowed(model: type[M], name: str, schemas: dict[str, dict[str, Any]]) -> type[M]:
     """A subclass of `model` whose listed fields advertise narrower JSON schemas (same types)."""
     fields: dict[str, Any] = {}
-    for name, extra in schemas.items():
-        base = model.model_fields[name]
-        fields[name] = (
+    for field, extra in schemas.items():
+        base = model.model_fields[field]
+        fields[field] = (
             base.annotation,
             Field(description=base.description, json_schema_extra=extra),
         )
-    return create_model(model.__name__, __base__=model, __doc__=model.__doc__, **fields)
+    return create_model(name, __base__=model, __doc__=model.__doc__, **fields)
+
+
+def _one_of_models(models: Sequence[type[BaseModel]]) -> Any:
+    return models[0] if len(models) == 1 else Union[tuple(models)]  # noqa: UP007
 
 
 def critic_output_schema(
@@ -184,63 +199,21 @@ def critic_output_schema(
     A group with a rollout below reward 1 has a failure to explain, so its schema requires at
     least one diagnosis (``minItems`` becomes part of the engine's grammar): small critics
     otherwise close every list at once and the group teaches nothing. An honest outlet remains
-    (``uncertain_attribution`` with ``no_edit``). With a `vocabulary`, agents, skills and step
-    references are advertised as enums of what exists in the group (see `CriticVocabulary`).
-    Parsed values are instances of the plain models' subclasses; the schema keeps the name
-    ``CriticOutput`` because the function-calling tool is named after it.
+    (``uncertain_attribution`` with ``no_edit``). With a `vocabulary`, agents, skills, steps
+    and actions are advertised per agent (see `CriticVocabulary`). Parsed values are converted
+    back to the plain models by the caller; the schema keeps the name ``CriticOutput`` because
+    the function-calling tool is named after it.
     """
     fields: dict[str, Any] = {
         "credits": _credits_field(vocabulary),
-        "agent_feedback": (list[feedback_schema(vocabulary)], ...),  # type: ignore[misc]
+        "agent_feedback": (list[_feedback_item(vocabulary)], ...),  # type: ignore[misc]
         "diagnoses": (
-            list[diagnosis_schema(vocabulary)],  # type: ignore[misc]
+            list[_diagnosis_item(vocabulary)],  # type: ignore[misc]
             Field(min_length=1) if group_has_failure else ...,
         ),
     }
     return create_model(
         "CriticOutput", __base__=CriticOutput, __doc__=CriticOutput.__doc__, **fields
-    )
-
-
-def credit_schema(vocabulary: CriticVocabulary | None) -> type[SkillCredit]:
-    """`SkillCredit`, advertising the group's agents and skills when a vocabulary is given."""
-    if vocabulary is None:
-        return SkillCredit
-    return _narrowed(
-        SkillCredit,
-        {
-            "agent": _enum(vocabulary.agents),
-            # With no skill anywhere no credit can stand; any string keeps the schema valid.
-            "skill_id": _enum(vocabulary.skills) if vocabulary.skills else {},
-        },
-    )
-
-
-def feedback_schema(vocabulary: CriticVocabulary | None) -> type[AgentFeedback]:
-    """`AgentFeedback`, advertising the group's agents when a vocabulary is given."""
-    if vocabulary is None:
-        return AgentFeedback
-    return _narrowed(AgentFeedback, {"agent": _enum(vocabulary.agents)})
-
-
-def diagnosis_schema(vocabulary: CriticVocabulary | None) -> type[FailureDiagnosis]:
-    """`FailureDiagnosis`, advertising the group's names when a vocabulary is given."""
-    if vocabulary is None:
-        return FailureDiagnosis
-    skill_or_null: dict[str, Any] = (
-        {"anyOf": [_enum(vocabulary.skills), {"type": "null"}]}
-        if vocabulary.skills
-        else {"anyOf": [{"type": "null"}]}
-    )
-    return _narrowed(
-        FailureDiagnosis,
-        {
-            "agent": _enum(vocabulary.agents),
-            "skill_id": skill_or_null,
-            # The checks require a cited failed step; say so in the schema too.
-            "failed_refs": _list_of(vocabulary.failed_refs, at_least=1),
-            "successful_refs": _list_of(vocabulary.successful_refs),
-        },
     )
 
 
@@ -252,17 +225,59 @@ def critic_repair_schema(vocabulary: CriticVocabulary | None) -> type[CriticRepa
         "CriticRepair",
         __base__=CriticRepair,
         __doc__=CriticRepair.__doc__,
-        diagnoses=(list[diagnosis_schema(vocabulary)], ...),  # type: ignore[misc]
+        diagnoses=(list[_diagnosis_item(vocabulary)], ...),  # type: ignore[misc]
         credits=_credits_field(vocabulary),
     )
 
 
 def _credits_field(vocabulary: CriticVocabulary | None) -> tuple[Any, Any]:
-    kind = list[credit_schema(vocabulary)]  # type: ignore[misc, valid-type]
-    if vocabulary is not None and not vocabulary.skills:
+    if vocabulary is None:
+        return list[SkillCredit], ...
+    variants = [
+        _narrowed(
+            SkillCredit,
+            f"SkillCredit_{agent}",
+            {"agent": _enum([agent]), "skill_id": _enum(words.skills)},
+        )
+        for agent, words in vocabulary.agents.items()
+        if words.skills
+    ]
+    if not variants:
         # No skill exists yet, so there is nothing to credit: advertise the empty list only.
-        return kind, Field(json_schema_extra={"maxItems": 0})
-    return kind, ...
+        return list[SkillCredit], Field(json_schema_extra={"maxItems": 0})
+    return list[_one_of_models(variants)], ...  # type: ignore[misc]
+
+
+def _feedback_item(vocabulary: CriticVocabulary | None) -> Any:
+    if vocabulary is None:
+        return AgentFeedback
+    return _narrowed(AgentFeedback, "AgentFeedback", {"agent": _enum(list(vocabulary.agents))})
+
+
+def _diagnosis_item(vocabulary: CriticVocabulary | None) -> Any:
+    if vocabulary is None:
+        return FailureDiagnosis
+    variants: list[type[BaseModel]] = []
+    for agent, words in vocabulary.agents.items():
+        if not words.failed_refs:
+            continue  # nothing of this agent's can be cited as a failure
+        schemas: dict[str, dict[str, Any]] = {
+            "agent": _enum([agent]),
+            "skill_id": (
+                {"anyOf": [_enum(words.skills), {"type": "null"}]}
+                if words.skills
+                else {"anyOf": [{"type": "null"}]}
+            ),
+            # The checks require a cited failed step of this agent; say so in the schema too.
+            "failed_refs": _list_of(words.failed_refs, at_least=1),
+            "successful_refs": _list_of(words.successful_refs),
+        }
+        if not words.skills:
+            # Without a skill there is nothing to refine and no skill to blame.
+            schemas["failure_type"] = _enum([t for t in FAILURE_TYPES if t not in _SKILL_FAILURES])
+            schemas["action"] = _enum(["induce", "no_edit"])
+        variants.append(_narrowed(FailureDiagnosis, f"FailureDiagnosis_{agent}", schemas))
+    return _one_of_models(variants) if variants else FailureDiagnosis
 
 
 class CriticRepair(BaseModel):

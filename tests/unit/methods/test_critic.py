@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from grse_graph.methods.grse.critic import GroupCritic, dedupe_credits, split_feedback_by_agent
+from grse_graph.methods.grse.checks import CheckContext
+from grse_graph.methods.grse.critic import (
+    GroupCritic,
+    dedupe_credits,
+    group_vocabulary,
+    split_feedback_by_agent,
+)
 from grse_graph.methods.grse.schema import CritiqueResult, critic_output_schema
 from tests.fakes import FakeProvider, ScriptedChatModel, tool_call_message
 from tests.unit.methods.grse_methods_builders import (
@@ -232,21 +238,37 @@ class SchemaRecordingModel(ScriptedChatModel):
         return self
 
 
-def test_the_tool_schema_advertises_only_the_groups_agents_skills_and_steps() -> None:
+def test_the_tool_schema_advertises_each_agents_own_skills_steps_and_actions() -> None:
     model = SchemaRecordingModel([output(diagnoses=[diagnosis()])])
     critic = GroupCritic(FakeProvider({"critic": model}))
     asyncio.run(critic.critique(question(), LIBS, ROLLOUTS, [1.0, -1.0]))
     (tool,) = model.schemas
     assert tool["name"] == "CriticOutput"
-    text = str(tool["parameters"])
-    diagnosis_fields = tool["parameters"]["properties"]["diagnoses"]["items"]["properties"]
-    # Rollout r1 succeeded and r2 failed; each has two steps (reader, answerer).
-    assert diagnosis_fields["failed_refs"]["items"]["enum"] == ["r2.s1", "r2.s2"]
-    assert diagnosis_fields["failed_refs"]["minItems"] == 1
-    assert "'enum': ['r1.s1', 'r1.s2']" in text  # successful_refs
-    assert "'enum': ['reader', 'answerer']" in text  # agents
-    assert "'enum': ['extract']" in text  # skills
-    assert "'minItems': 1" in text  # a failing group must be diagnosed
+    sent = tool["parameters"]
+    assert sent["properties"]["diagnoses"]["minItems"] == 1  # a failing group must be diagnosed
+
+    names = {agent: lib.names() for agent, lib in LIBS.items()}
+    schema = critic_output_schema(True, group_vocabulary(CheckContext.build(ROLLOUTS, names)))
+    defs = schema.model_json_schema()["$defs"]
+    # Rollout r1 succeeded and r2 failed; each has the steps s1 (reader) and s2 (answerer).
+    reader = defs["FailureDiagnosis_reader"]["properties"]
+    assert reader["agent"]["enum"] == ["reader"]
+    assert reader["failed_refs"]["items"]["enum"] == ["r2.s1"]
+    assert reader["failed_refs"]["minItems"] == 1
+    assert reader["successful_refs"]["items"]["enum"] == ["r1.s1"]
+    assert reader["skill_id"]["anyOf"] == [
+        {"type": "string", "enum": ["extract"]},
+        {"type": "null"},
+    ]
+    # The answerer has no skill: nothing to refine, no skill to blame, only null to name.
+    answerer = defs["FailureDiagnosis_answerer"]["properties"]
+    assert answerer["failed_refs"]["items"]["enum"] == ["r2.s2"]
+    assert answerer["action"]["enum"] == ["induce", "no_edit"]
+    assert "skill_defect" not in answerer["failure_type"]["enum"]
+    assert answerer["skill_id"]["anyOf"] == [{"type": "null"}]
+    # Only the reader owns a skill, so only it can be credited.
+    assert defs["SkillCredit_reader"]["properties"]["skill_id"]["enum"] == ["extract"]
+    assert "SkillCredit_answerer" not in defs
 
 
 def test_a_name_outside_the_vocabulary_is_parsed_and_left_to_the_checks() -> None:
