@@ -129,7 +129,7 @@ def _run(
                 console=console,
             )
         )
-        provider.ledger.write_json(out_dir / USAGE_FILE)
+        provider.ledger.write_json(out_dir / USAGE_FILE, accumulate=True)
     console.print(f"results in {out_dir}")
 
 

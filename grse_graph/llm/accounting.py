@@ -12,6 +12,7 @@ Servers that do not report usage are not counted as zero silently: such calls ar
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -238,11 +239,20 @@ class UsageLedger:
         engine = self._engine_stats() if self._engine_stats is not None else None
         return UsageReport(roles=roles, engine=engine)
 
-    def write_json(self, path: Path) -> None:
-        """Write `report()` as indented JSON (atomically: temporary file, then rename)."""
+    def write_json(self, path: Path, *, accumulate: bool = False) -> None:
+        """Write `report()` as indented JSON (atomically: temporary file, then rename).
+
+        With `accumulate`, the report already in `path` is added to this one, so a resumed run
+        keeps the accounting of its earlier sessions.
+        """
+        report = self.report()
+        if accumulate and path.exists():
+            earlier = json.loads(path.read_text(encoding="utf-8"))
+            earlier.pop("total", None)  # derived on dump
+            report = UsageReport.model_validate(earlier) + report
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(path.name + ".tmp")
-        temporary.write_text(self.report().model_dump_json(indent=2) + "\n", encoding="utf-8")
+        temporary.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
         temporary.replace(path)
 
     def _counters_of(self, role: str) -> _Counters:

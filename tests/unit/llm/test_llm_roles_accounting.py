@@ -313,3 +313,14 @@ def test_one_model_roles_serves_successive_event_loops() -> None:
         assert roles.ledger.report().role("actor").failures == 0
     finally:
         server.shutdown()
+
+
+def test_accumulated_usage_adds_the_earlier_sessions_report(tmp_path: Path) -> None:
+    path = tmp_path / "usage.json"
+    for _ in range(2):  # a run, then its resumption in a new process
+        ledger = UsageLedger()
+        ScriptedChatModel(["x"], callbacks=[ledger.callback("actor")]).invoke("hi")
+        ledger.write_json(path, accumulate=True)
+    assert json.loads(path.read_text(encoding="utf-8"))["roles"]["actor"]["calls"] == 2
+    UsageLedger().write_json(path)  # without accumulate the file holds this session only
+    assert json.loads(path.read_text(encoding="utf-8"))["roles"]["actor"]["calls"] == 0
