@@ -67,5 +67,5 @@ class EvalSummary(BaseModel):
     failed: int
     overall: GroupSummary
     per_category: dict[str, GroupSummary] = Field(default_factory=dict)
-    elapsed_s: float = 0.0
+    elapsed_s: float = Field(default=0.0, description="wall time over every session of the folder")
     out_dir: str = ""

@@ -109,6 +109,7 @@ async def run_evaluation(
     pending = [q for q in questions if q.id not in done or (retry_failed and done[q.id].failed)]
     console = console or Console()
     semaphore = asyncio.Semaphore(concurrency)
+    earlier_s = folder.read_elapsed_s()
     started = time.perf_counter()
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -145,7 +146,7 @@ async def run_evaluation(
         method=answerer.method,
         questions=len(questions),
         categories=list(task.categories),
-        elapsed_s=time.perf_counter() - started,
+        elapsed_s=earlier_s + time.perf_counter() - started,
         out_dir=str(folder.path),
     )
     folder.write_summary(summary)

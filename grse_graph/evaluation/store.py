@@ -107,6 +107,20 @@ class EvalFolder:
             handle.flush()
             os.fsync(handle.fileno())
 
+    def read_elapsed_s(self) -> float:
+        """Wall time the earlier sessions of this folder recorded in `summary.json` (0 if none)."""
+        if not self.summary_path.exists():
+            return 0.0
+        try:
+            return EvalSummary.model_validate_json(
+                self.summary_path.read_text(encoding="utf-8")
+            ).elapsed_s
+        except ValidationError as error:
+            raise ConfigError(
+                f"{self.summary_path}: not a summary ({error.errors()[0]['msg']}); "
+                "delete it to rebuild it from predictions.jsonl"
+            ) from None
+
     def write_summary(self, summary: EvalSummary) -> None:
         """Write `summary.json` (replacing any earlier one atomically)."""
         tmp = self.summary_path.with_suffix(".json.tmp")

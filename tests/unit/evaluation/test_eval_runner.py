@@ -135,6 +135,17 @@ def test_resume_skips_finished_and_retries_failed(tmp_path: Path) -> None:
     assert third.calls == []
 
 
+def test_summary_time_adds_up_over_resumed_sessions(tmp_path: Path) -> None:
+    task = make_task()
+    evaluate(task, FakeAnswerer(task, ANSWERS), tmp_path, limit=2)
+    summary_path = tmp_path / "summary.json"
+    earlier = json.loads(summary_path.read_text())
+    earlier["elapsed_s"] = 100.0  # as if the first session had taken 100 s
+    summary_path.write_text(json.dumps(earlier))
+    summary = evaluate(task, FakeAnswerer(task, ANSWERS), tmp_path)
+    assert 100.0 <= summary.elapsed_s < 110.0
+
+
 def test_resume_tolerates_a_truncated_last_line(tmp_path: Path) -> None:
     task = make_task()
     evaluate(task, FakeAnswerer(task, ANSWERS), tmp_path, limit=2)
