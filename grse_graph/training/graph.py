@@ -18,11 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
+import logging
 import random
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict, TypeVar
 
+import openai
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -60,6 +62,8 @@ from .review import ReviewAnswer, ReviewRequest, apply_review, proposed_changes
 from .run_folder import RunFolder
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
+
 RESET = "__reset__"
 BASE_VARIANT = "base"
 
@@ -498,10 +502,12 @@ def build_training_graph(deps: TrainingDeps) -> StateGraph:
                 result = await group_critic.critique(
                     question(unit["question_id"]), load(unit["libraries"]), rollouts, advantages
                 )
-            except StructuredOutputError as failure:
-                # A critic that cannot fill the schema even after its repair round costs this
-                # question its evidence, not the run: recorded here and counted in the report.
-                error = str(failure)
+            except (StructuredOutputError, openai.BadRequestError) as failure:
+                # A critic that cannot fill the schema even after its repair round, or whose
+                # request the server refuses (for example a prompt beyond its context), costs
+                # this question its evidence, not the run: recorded here, counted in the report.
+                error = f"{type(failure).__name__}: {failure}"
+                logger.warning("critic failed on %s: %s", unit["question_id"], error)
             run.critiques.append(
                 CritiqueRecord(
                     iteration=unit["iteration"],

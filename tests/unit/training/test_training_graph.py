@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
+import openai
 import pytest
 from conftest import CallLog, CountingProvider, InjectedFailure, TinyTask
+from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -350,3 +353,44 @@ def test_gate_summary_names_each_candidates_skills_scores_and_verdict(tmp_path: 
         print_gates(Console(file=out, width=200), RunFolder(folder), result)
         score = "1.000" if skills_help else "0.000"
         assert f"reasoner: candidate [colour-answers] scored {score}: {verdict}" in out.getvalue()
+
+
+class ContextOverflowCritic(BaseChatModel):
+    """A critic endpoint that refuses every request as too long (HTTP 400)."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "overflow-fake"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ContextOverflowCritic:  # type: ignore[override]
+        return self
+
+    def _generate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+        raise openai.BadRequestError(
+            "maximum context length is 8192 tokens",
+            response=httpx.Response(400, request=request),
+            body=None,
+        )
+
+
+def test_a_critic_request_the_server_refuses_costs_the_group_not_the_run(tmp_path: Path) -> None:
+    log = CallLog()
+    counting = CountingProvider(log)
+
+    class Provider:
+        def chat(self, role: Any, **kwargs: Any) -> Any:
+            return ContextOverflowCritic() if role == "critic" else counting.chat(role, **kwargs)
+
+    deps = TrainingDeps(
+        task=TinyTask(),
+        provider=Provider(),
+        config=_config(),
+        run=RunFolder(tmp_path),
+        usage=lambda: {},
+    )
+    result = asyncio.run(run_training(deps))
+    assert result.iterations_done == 1
+    critiques = RunFolder(tmp_path).critiques.read()
+    assert critiques and all(c.result is None for c in critiques if c.kept)
+    assert all("maximum context length" in (c.error or "") for c in critiques if c.kept)
