@@ -27,6 +27,7 @@ from rich.table import Table
 
 from grse_graph.llm import LLMConfig, PromptEvalStats, SamplingSettings, load_config
 from grse_graph.llm.provider import ChatModelProvider, RoleName
+from grse_graph.methods.grse.method import CritiqueRecord, GrseSettings
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.graph import TrainingDeps
 from grse_graph.training.run_folder import RunFolder
@@ -115,9 +116,10 @@ def run_once(llm: LLMConfig, config: TrainConfig, folder: Path, console: Console
         if endpoints.engine is not None and engine_before is not None:
             engine_stats = endpoints.engine.prompt_eval_stats() - engine_before
         report = endpoints.ledger.report()
-    critiques = [c.result for c in RunFolder(folder).critiques.read() if c.result is not None]
+    records = RunFolder(folder).credits(CritiqueRecord).read()
+    critiques = [c.result for c in records if c.result is not None]
     openings = RunFolder(folder).openings.read()
-    console.print(f"G={config.group_size}: {wall:.0f} s, run folder {folder}")
+    console.print(f"G={deps.credit_method().rollouts_per_question()}: {wall:.0f} s, run {folder}")
     return {
         "wall": wall,
         "busy": recorder.busy_seconds(),
@@ -151,7 +153,7 @@ def main() -> None:
         config = TrainConfig(
             task=args.task,
             iterations=1,
-            group_size=group_size,
+            method=GrseSettings(group_size=group_size),
             batch_size=args.questions,
             validation_size=args.validation,
             concurrency=4,

@@ -33,3 +33,12 @@ class TaskError(GrseError):
 
 class ScoringError(GrseError):
     """An input to a metric is missing or malformed."""
+
+
+class ModelRequestRefused(GrseError):
+    """The model server refused a request (HTTP 400, e.g. a prompt beyond its context)."""
+
+
+class ModelEndpointError(GrseError):
+    """A model endpoint did not answer usably (unreachable, timed out, server error, malformed
+    reply) within its retries. The message names the role, the endpoint and the cause."""

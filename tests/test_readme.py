@@ -55,3 +55,35 @@ def test_readme_unit_example_runs(code: str) -> None:
 def test_readme_engine_example_runs(code: str, small_engine_url: str) -> None:
     out = run_example(code, {"GRSE_ACTOR_BASE_URL": small_engine_url})
     assert '"prompt_tokens"' in out
+
+
+# -- the integration sections (Studio, LangSmith, PostgreSQL) ---------------------------------
+
+
+@pytest.mark.parametrize("code", readme_examples("studio"))
+def test_readme_studio_context_example_runs(code: str) -> None:
+    assert "demo 1 grse True http://127.0.0.1:8000/v1" in run_example(code, {})
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("code", readme_examples("langsmith"))
+def test_readme_langsmith_example_runs_offline(code: str, small_engine_url: str) -> None:
+    env = {"GRSE_ACTOR_BASE_URL": small_engine_url, "LANGSMITH_TRACING": "false"}
+    # LangSmith prints its experiment banner first; then one line per example with its scores.
+    rows = [line for line in run_example(code, env).splitlines() if "'reward'" in line]
+    assert len(rows) == 2 and all("'failed': 0.0" in row for row in rows)
+
+
+@pytest.mark.parametrize("code", readme_examples("postgres"))
+def test_readme_postgres_example_runs(code: str) -> None:
+    if not os.environ.get("GRSE_POSTGRES_DSN"):
+        pytest.skip("GRSE_POSTGRES_DSN not set (.ci/run starts a PostgreSQL server and sets it)")
+    assert "AsyncPostgresSaver train-" in run_example(code, {})
+
+
+def test_readme_has_a_section_per_integration() -> None:
+    text = README.read_text(encoding="utf-8")
+    for section in ("## LangGraph Studio", "## LangSmith", "## PostgreSQL checkpoints"):
+        assert section in text
+    for tag in ("studio", "langsmith", "postgres"):
+        assert readme_examples(tag), tag

@@ -1,18 +1,19 @@
 """Single-model baselines. Each answers one question with the provider's "actor" role and
 returns a scored `Rollout` (one `Step` per model call), so `run_evaluation` writes the same files
-for a baseline as for the team."""
+for a baseline as for the team. Every model call is one user message without a system prompt
+(GRSE App. F); a step's `system_prompt` is therefore empty."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
 from grse_graph.tasks.base import Task, TaskQuestion
+from grse_graph.tasks.locomo import full_context_question
 from grse_graph.team.agent import usage_of
 from grse_graph.team.answer import extract_answer
 from grse_graph.team.graph import input_ref
@@ -43,19 +44,14 @@ class _Trace:
         self,
         provider: ChatModelProvider,
         agent: str,
-        system: str,
         user: str,
         *,
         sampling: SamplingSettings,
         max_tokens: int | None = None,
     ) -> str:
         model = provider.chat("actor", sampling=sampling, max_tokens=max_tokens)
-        messages: Sequence[BaseMessage] = [
-            SystemMessage(content=system),
-            HumanMessage(content=user),
-        ]
         started = time.perf_counter()
-        reply = await model.ainvoke(messages, config=self.config)
+        reply = await model.ainvoke([HumanMessage(content=user)], config=self.config)
         elapsed = time.perf_counter() - started
         if not isinstance(reply, AIMessage):
             raise TypeError(f"chat model returned {type(reply).__name__}, expected AIMessage")
@@ -64,7 +60,7 @@ class _Trace:
             Step(
                 index=len(self.steps),
                 agent=agent,
-                system_prompt=system,
+                system_prompt="",
                 input=user,
                 input_ref=input_ref(self.question) if self.shared_input in user else None,
                 output=text,
@@ -126,8 +122,7 @@ class IOBaseline(Baseline):
         text = await trace.call(
             self.provider,
             self.method,
-            prompts.IO_SYSTEM,
-            trace.shared_input,
+            prompts.single_input(trace.shared_input, prompts.IO_INSTRUCTION),
             sampling=self.sampling,
         )
         return extract_answer(text)
@@ -142,8 +137,7 @@ class CoTBaseline(Baseline):
         text = await trace.call(
             self.provider,
             self.method,
-            prompts.COT_SYSTEM,
-            trace.shared_input,
+            prompts.single_input(trace.shared_input, prompts.COT_INSTRUCTION),
             sampling=self.sampling,
         )
         return extract_answer(text)
@@ -185,8 +179,7 @@ class CoTSCBaseline(Baseline):
             text = await trace.call(
                 self.provider,
                 f"{self.method}-{index + 1}",
-                prompts.COT_SYSTEM,
-                trace.shared_input,
+                prompts.single_input(trace.shared_input, prompts.COT_INSTRUCTION),
                 sampling=self.sample_settings(index),
             )
             answers.append(extract_answer(text))
@@ -218,15 +211,13 @@ class SelfRefineBaseline(Baseline):
         attempt = await trace.call(
             self.provider,
             "initial",
-            prompts.COT_SYSTEM,
-            trace.shared_input,
+            prompts.single_input(trace.shared_input, prompts.COT_INSTRUCTION),
             sampling=self.sampling,
         )
         for _ in range(self.rounds):
             feedback = await trace.call(
                 self.provider,
                 "feedback",
-                prompts.FEEDBACK_SYSTEM,
                 prompts.feedback_input(trace.shared_input, attempt),
                 sampling=self.sampling,
             )
@@ -235,7 +226,6 @@ class SelfRefineBaseline(Baseline):
             attempt = await trace.call(
                 self.provider,
                 "revise",
-                prompts.REVISE_SYSTEM,
                 prompts.revise_input(trace.shared_input, attempt, feedback),
                 sampling=self.sampling,
             )
@@ -244,7 +234,8 @@ class SelfRefineBaseline(Baseline):
 
 class FullContextBaseline(Baseline):
     """The LoCoMo full-context protocol: the whole conversation (or all passages) in one prompt,
-    the benchmark's short-phrase instruction, answers capped at 32 tokens."""
+    the benchmark's short-phrase instruction and its temporal suffix for category-2 questions,
+    answers capped at 32 tokens."""
 
     method: BaselineName = "full-context"
 
@@ -254,12 +245,11 @@ class FullContextBaseline(Baseline):
 
     async def _respond(self, question: TaskQuestion, trace: _Trace) -> str:
         user = prompts.full_context_input(
-            self.task.render_full_context(question), question.question
+            self.task.render_full_context(question), full_context_question(question)
         )
         text = await trace.call(
             self.provider,
             self.method,
-            "You are a helpful assistant.",
             user,
             sampling=self.sampling,
             max_tokens=FULL_CONTEXT_MAX_TOKENS,

@@ -2,26 +2,59 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from grse_graph import __version__
 from grse_graph.errors import GrseError
+from grse_graph.llm.config import load_config
 
 from . import doctor_cmd, eval_cmd, score_cmd, serve_cmd, skills_cmd, train_cmd
+from .environment import unknown_variable_warnings
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"grse {__version__}")
+        raise typer.Exit()
+
+
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Group-Relative Skill Evolution for LangGraph agent teams."""
+    try:
+        config = load_config()
+    except GrseError:
+        config = None  # the command itself reports the bad value
+    for line in unknown_variable_warnings(os.environ, config):
+        typer.echo(line, err=True)
 
 
 def build_app() -> typer.Typer:
-    """The Typer application with every command group registered."""
+    """The Typer application with every command group registered.
+
+    Help text is shown as written (`rich_markup_mode=None`), so `[actor]` in a help string is
+    not taken for Rich markup; shell completion comes from Typer (`--install-completion`).
+    """
     app = typer.Typer(
         name="grse",
-        help="Group-Relative Skill Evolution for LangGraph agent teams.",
         no_args_is_help=True,
         pretty_exceptions_enable=False,
-        add_completion=False,
+        add_completion=True,
+        rich_markup_mode=None,
     )
+    app.callback()(_root)
     for module in (serve_cmd, skills_cmd, doctor_cmd, score_cmd, eval_cmd, train_cmd):
         module.register(app)
     return app

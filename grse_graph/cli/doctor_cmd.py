@@ -6,8 +6,7 @@ import importlib.metadata
 import os
 import platform
 import sys
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import asdict, dataclass
 from typing import Annotated, Literal
 
 import httpx
@@ -30,6 +29,8 @@ from grse_graph.llm.models import (
     missing_chunks,
 )
 from grse_graph.llm.provider import ROLES
+
+from .options import ConfigOption, JsonOption, print_json
 
 Status = Literal["ok", "warn", "fail", "info"]
 _STYLE: dict[Status, str] = {"ok": "green", "warn": "yellow", "fail": "bold red", "info": "cyan"}
@@ -77,8 +78,12 @@ def package_checks() -> list[Check]:
     return rows
 
 
-def engine_checks(settings: EngineSettings) -> list[Check]:
-    """Available engines and the one `grse serve local` would start."""
+def engine_checks(settings: EngineSettings, needed: bool = True) -> list[Check]:
+    """Available engines and the one `grse serve local` would start.
+
+    When no role uses the embedded engine (`needed` False: a remote-only setup such as vLLM)
+    a missing engine is information, not a failure.
+    """
     server = find_llama_server(settings)
     python_engine = llama_cpp_python_available()
     rows = [
@@ -99,7 +104,12 @@ def engine_checks(settings: EngineSettings) -> list[Check]:
         choice = choose_engine(settings)
         rows.append(Check("engine", "preferred", "ok", f"{choice.name} (engine={settings.engine})"))
     except GrseError as error:
-        rows.append(Check("engine", "preferred", "fail", str(error)))
+        if needed:
+            rows.append(Check("engine", "preferred", "fail", str(error)))
+        else:
+            rows.append(
+                Check("engine", "preferred", "info", f"not needed (every role is remote): {error}")
+            )
     return rows
 
 
@@ -177,23 +187,27 @@ def run_checks(config: LLMConfig, verify_hash: bool = False) -> list[Check]:
     """All doctor checks."""
     return [
         *package_checks(),
-        *engine_checks(config.engine),
+        *engine_checks(config.engine, needed=config.uses_embedded_engine()),
         *model_checks(config.engine, verify_hash),
         *endpoint_checks(config),
     ]
 
 
 def doctor(
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", help="TOML file with [actor]/[critic]/[optimizer]/[engine]."),
-    ] = None,
+    config: ConfigOption = None,
     verify_hash: Annotated[
         bool, typer.Option("--verify-hash", help="Re-hash assembled models (slow).")
     ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Check Python, packages, engines, model cache and endpoints; exit 1 on a failure."""
     checks = run_checks(load_config(config), verify_hash)
+    failed = any(check.status == "fail" for check in checks)
+    if as_json:
+        print_json({"ok": not failed, "checks": [asdict(check) for check in checks]})
+        if failed:
+            raise typer.Exit(code=1)
+        return
     table = Table(title="grse doctor")
     for column in ("area", "item", "status", "detail"):
         table.add_column(column, overflow="fold")
@@ -205,7 +219,7 @@ def doctor(
             escape(check.detail),
         )
     Console().print(table)
-    if any(check.status == "fail" for check in checks):
+    if failed:
         raise typer.Exit(code=1)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -10,10 +12,17 @@ from typing import Annotated, cast, get_args
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from grse_graph.baselines import BASELINES, BaselineName, make_baseline
 from grse_graph.errors import ConfigError
 from grse_graph.evaluation import QuestionAnswerer, TeamAnswerer, run_evaluation
+from grse_graph.evaluation.langsmith_eval import (
+    LangSmithSummary,
+    pack_team,
+    run_langsmith_eval,
+    team_target,
+)
 from grse_graph.llm.accounting import UsageLedger
 from grse_graph.llm.config import LLMConfig, load_config
 from grse_graph.llm.engine import LocalEngine
@@ -21,9 +30,12 @@ from grse_graph.llm.provider import SamplingSettings
 from grse_graph.llm.roles import ModelRoles
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks import TASK_NAMES, Task, load_task
-from grse_graph.team import SkillMode, default_team
+from grse_graph.team import TOPOLOGY_NAMES, SkillMode, TeamSpec, default_team
+
+from .options import ConfigOption, JsonOption, print_json, report_console
 
 USAGE_FILE = "usage.json"
+LANGSMITH_FILE = "langsmith.json"
 
 # Builds the answerer once the provider (and possibly the engine) exists.
 AnswererFactory = Callable[[ModelRoles], QuestionAnswerer]
@@ -40,10 +52,16 @@ OutOption = Annotated[
     Path | None,
     typer.Option("--out", help="Output folder (default runs/<method>-<task>-<split>); resumable."),
 ]
-ConfigOption = Annotated[Path | None, typer.Option("--config", help="grse TOML configuration.")]
 ConcurrencyOption = Annotated[
     int | None,
     typer.Option("--concurrency", min=1, help="Questions at once (default: actor concurrency)."),
+]
+CategoryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--category",
+        help="LoCoMo: multi-hop, temporal, open-domain, single-hop or mixed (default: all).",
+    ),
 ]
 ModelOption = Annotated[
     str | None,
@@ -108,13 +126,14 @@ def _run(
     concurrency: int | None,
     model: str | None,
     answerer_for: AnswererFactory,
+    as_json: bool = False,
 ) -> None:
-    console = Console()
+    console = report_console(as_json)
     config = load_config(config_path, overrides={"engine.model": model})
     out_dir = out or Path("runs") / f"{method}-{task.name}-{split}"
     with actor_provider(config, console) as provider:
         answerer = answerer_for(provider)
-        asyncio.run(
+        summary = asyncio.run(
             run_evaluation(
                 task,
                 split,
@@ -131,6 +150,58 @@ def _run(
         )
         provider.ledger.write_json(out_dir / USAGE_FILE, accumulate=True)
     console.print(f"results in {out_dir}")
+    if as_json:
+        print_json(summary)
+
+
+def langsmith_table(summary: LangSmithSummary) -> Table:
+    """Mean official scores of a LangSmith experiment."""
+    where = "uploaded" if summary.uploaded else "offline, nothing uploaded"
+    table = Table(title=f"LangSmith experiment {summary.experiment} ({where})")
+    for column in ("examples", "failed", *summary.means):
+        table.add_column(column, justify="right")
+    table.add_row(
+        str(summary.examples),
+        str(summary.failed),
+        *(f"{value:.3f}" for value in summary.means.values()),
+    )
+    return table
+
+
+def _run_langsmith(
+    *,
+    spec: TeamSpec,
+    task: Task,
+    split: str,
+    limit: int | None,
+    out: Path | None,
+    config_path: Path | None,
+    concurrency: int | None,
+    model: str | None,
+    as_json: bool,
+) -> None:
+    console = report_console(as_json)
+    config = load_config(config_path, overrides={"engine.model": model})
+    out_dir = out or Path("runs") / f"langsmith-{task.name}-{split}"
+    # LangSmith prints its experiment banner on stdout, which holds the JSON result then.
+    quiet = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
+    with actor_provider(config, console) as provider, quiet:
+        summary = asyncio.run(
+            run_langsmith_eval(
+                team_target(spec, task, provider),
+                task,
+                split,
+                limit=limit,
+                concurrency=concurrency or provider.concurrency("actor"),
+            )
+        )
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / LANGSMITH_FILE).write_text(summary.model_dump_json(indent=2) + "\n", "utf-8")
+        provider.ledger.write_json(out_dir / USAGE_FILE, accumulate=True)
+    console.print(langsmith_table(summary))
+    console.print(f"results in {out_dir / LANGSMITH_FILE}")
+    if as_json:
+        print_json(summary)
 
 
 def eval_command(
@@ -144,18 +215,57 @@ def eval_command(
     skill_mode: Annotated[
         str, typer.Option("--skill-mode", help="inline (bodies in the prompt) or tool.")
     ] = "inline",
+    topology: Annotated[
+        str,
+        typer.Option(
+            "--topology", help=f"How the agents are connected: {', '.join(TOPOLOGY_NAMES)}."
+        ),
+    ] = "sequential",
     limit: LimitOption = None,
     out: OutOption = None,
     config: ConfigOption = None,
     concurrency: ConcurrencyOption = None,
     model: ModelOption = None,
+    category: CategoryOption = None,
+    pack: Annotated[
+        Path | None,
+        typer.Option("--pack", help="A trained pack: every agent's library from it."),
+    ] = None,
+    langsmith: Annotated[
+        bool,
+        typer.Option(
+            "--langsmith",
+            help="Run as a LangSmith experiment with the official scorers (uploaded when "
+            "LANGSMITH_API_KEY is set, otherwise offline with upload_results=False).",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Evaluate the two-agent team (greedy decoding) on a task split; resumable."""
     if skill_mode not in get_args(SkillMode):
         raise ConfigError(f"--skill-mode {skill_mode!r}: expected inline or tool")
-    loaded = load_task(task, data)
+    if pack is not None and library:
+        raise ConfigError("--pack and --library: give the libraries one way")
+    loaded = load_task(task, data, category=category)
     mode = cast(SkillMode, skill_mode)
-    spec = default_team(loaded, load_libraries(library or []), skill_mode=mode)
+    if pack is not None:
+        spec = pack_team(pack, loaded, skill_mode=mode)
+    else:
+        spec = default_team(loaded, load_libraries(library or []), skill_mode=mode)
+    spec = spec.with_topology(topology)
+    if langsmith:
+        _run_langsmith(
+            spec=spec,
+            task=loaded,
+            split=split,
+            limit=limit,
+            out=out,
+            config_path=config,
+            concurrency=concurrency,
+            model=model,
+            as_json=as_json,
+        )
+        return
 
     def team(provider: ModelRoles) -> QuestionAnswerer:
         return TeamAnswerer(spec, loaded, provider, SamplingSettings.greedy())
@@ -171,6 +281,7 @@ def eval_command(
         concurrency=concurrency,
         model=model,
         answerer_for=team,
+        as_json=as_json,
     )
 
 
@@ -184,12 +295,14 @@ def baseline_command(
     config: ConfigOption = None,
     concurrency: ConcurrencyOption = None,
     model: ModelOption = None,
+    category: CategoryOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Evaluate a single-model baseline on a task split, writing the same files as `grse eval`."""
     if method not in BASELINES:
         raise ConfigError(f"--method {method!r}: expected one of {', '.join(BASELINES)}")
     chosen = cast(BaselineName, method)
-    loaded = load_task(task, data)
+    loaded = load_task(task, data, category=category)
 
     def baseline(provider: ModelRoles) -> QuestionAnswerer:
         return make_baseline(chosen, loaded, provider, SamplingSettings.greedy())
@@ -205,6 +318,7 @@ def baseline_command(
         concurrency=concurrency,
         model=model,
         answerer_for=baseline,
+        as_json=as_json,
     )
 
 

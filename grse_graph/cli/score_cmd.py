@@ -12,6 +12,8 @@ import typer
 from grse_graph.errors import ScoringError
 from grse_graph.metrics.batch import Metric, format_summary, score_lines, summarize
 
+from .options import print_json
+
 STDIN_MARKER = "-"
 SCORE_HELP = (
     "Score predictions with an official scorer. Each input line needs `prediction` and `answer` "
@@ -50,14 +52,26 @@ def score(
             help="JSONL file with `prediction`, `answer` (and `category` for LoCoMo); - for stdin.",
         ),
     ],
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print one JSON document instead: {records: [...], summary: {...}}.",
+        ),
+    ] = False,
 ) -> None:
     """Score predictions: stdout gets each input object plus its scores, stderr a summary.
 
     HotpotQA adds `f1` and `em`; LoCoMo (categories 1-4) adds `f1` and `bleu`. A bad line stops
-    the run with an error naming the line; nothing is written to stdout then.
+    the run with an error naming the line; nothing is written to stdout then. With `--json`
+    stdout gets one JSON document holding the scored records and the summary.
     """
     lines, source = _read_lines(input_path)
     records = score_lines(lines, metric, source)
+    if as_json:
+        summary = summarize(records, metric).model_dump(mode="json")
+        print_json({"records": [r.output_object() for r in records], "summary": summary})
+        return
     for record in records:
         typer.echo(json.dumps(record.output_object(), ensure_ascii=False))
     typer.echo(format_summary(summarize(records, metric)), err=True)

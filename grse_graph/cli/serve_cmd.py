@@ -18,9 +18,7 @@ from grse_graph.llm.config import load_config
 from grse_graph.llm.engine import LocalEngine
 from grse_graph.llm.vllm import plan_vllm
 
-_CONFIG_OPTION = typer.Option(
-    "--config", help="TOML file with [actor]/[critic]/[optimizer]/[engine] tables."
-)
+from .options import ConfigOption
 
 
 def _echo(line: str) -> None:
@@ -41,7 +39,7 @@ def serve_local(
     llama_server: Annotated[
         Path | None, typer.Option("--llama-server", help="Path to a llama-server binary.")
     ] = None,
-    config: Annotated[Path | None, _CONFIG_OPTION] = None,
+    config: ConfigOption = None,
 ) -> None:
     """Run the embedded OpenAI-compatible engine on 127.0.0.1 until Ctrl-C or SIGTERM."""
     settings = load_config(

@@ -1,49 +1,103 @@
-"""`grse skills validate|show|diff`: inspect skill folders, libraries and packs on disk."""
+"""`grse skills validate|show|diff|export`: inspect and ship skill folders, libraries and packs.
+
+Everything printed comes from files the user may not have written, so it is treated as text:
+every name, description, path and problem is escaped with `shown` (control characters are
+displayed, not executed), Rich renders plain `Text` (no markup, no links, no emoji), and output
+is encoded for the terminal with backslash escapes, so a strict ASCII terminal still gets one
+line per problem instead of a traceback.
+"""
 
 from __future__ import annotations
 
+import io
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TextIO, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from grse_graph.errors import SkillError
-from grse_graph.skills import PathReport, Skill, approx_tokens, inspect_path
+from grse_graph.skills import PathReport, Skill, approx_tokens, export_run_pack, inspect_path, shown
 from grse_graph.skills.diff import library_diff
 
 PathArgument = Annotated[
     Path, typer.Argument(help="A skill folder, a library folder, a folder of libraries or a pack.")
 ]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _encodable(text: str, stream: TextIO) -> str:
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return text.encode(encoding, "backslashreplace").decode(encoding)
+
+
+def _emit(text: str, *, err: bool = False) -> None:
+    stream = sys.stderr if err else sys.stdout
+    typer.echo(_encodable(text, stream), nl=False, err=err)
+
+
+def _one_line_errors(command: F) -> F:
+    """Any `SkillError` or `OSError` leaves the command as one terminal-safe `SkillError`
+    line (the `grse` entry point prints it and exits 1)."""
+
+    @wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except SkillError as error:
+            raise SkillError(_encodable(shown(error), sys.stderr)) from None
+        except OSError as error:
+            where = shown(error.filename) if error.filename else "skills"
+            reason = (error.strerror or type(error).__name__).lower()
+            raise SkillError(_encodable(f"{where}: {reason}", sys.stderr)) from None
+
+    return run  # type: ignore[return-value]
+
+
+@contextmanager
+def _problems_exit(report: PathReport) -> Iterator[None]:
+    yield
+    if report.problems:
+        _emit("".join(f"{shown(problem)}\n" for problem in report.problems))
+        raise typer.Exit(1)
+
+
+@_one_line_errors
 def validate(path: PathArgument) -> None:
     """Check PATH against the Agent Skills spec and this project's limits.
 
     Prints `ok: N skills`, or one line per problem and exits 1.
     """
     report = inspect_path(path)
-    if report.problems:
-        for problem in report.problems:
-            typer.echo(problem)
-        raise typer.Exit(1)
-    typer.echo(f"ok: {report.skill_count} skills")
+    with _problems_exit(report):
+        if not report.problems:
+            _emit(f"ok: {report.skill_count} skills\n")
 
 
 def _utility(skill: Skill) -> str:
     return "-" if skill.utility is None else f"{skill.utility:+.2f}"
 
 
+def _cell(text: str) -> Text:
+    return Text(shown(" ".join(text.split())))
+
+
+@_one_line_errors
 def show(path: PathArgument) -> None:
     """List the skills under PATH with body tokens, utility and provenance.
 
     Problems found are printed after the table, one line each, and the exit code is 1.
     """
     report = inspect_path(path)
-    console = Console(highlight=False)
     several = len(report.groups) > 1 or report.kind in ("team", "pack")
-    table = Table(title=f"{report.path} ({report.kind}, {report.skill_count} skills)")
+    table = Table(title=Text(f"{report.path} ({report.kind}, {report.skill_count} skills)"))
     if several:
         table.add_column("agent", no_wrap=True)
     table.add_column("name", no_wrap=True)
@@ -54,18 +108,25 @@ def show(path: PathArgument) -> None:
     for group, skills in sorted(report.groups.items()):
         for skill in skills:
             row = [
-                skill.name,
-                " ".join(skill.description.split()),
-                str(approx_tokens(skill.body)),
-                _utility(skill),
-                skill.provenance or "-",
+                _cell(skill.name),
+                _cell(skill.description),
+                Text(str(approx_tokens(skill.body))),
+                Text(_utility(skill)),
+                _cell(skill.provenance or "-"),
             ]
-            table.add_row(*([group, *row] if several else row))
+            table.add_row(*([_cell(group), *row] if several else row))
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=shutil.get_terminal_size((100, 24)).columns,
+        markup=False,
+        highlight=False,
+        emoji=False,
+        color_system=None,
+    )
     console.print(table)
-    if report.problems:
-        for problem in report.problems:
-            typer.echo(problem)
-        raise typer.Exit(1)
+    with _problems_exit(report):
+        _emit(buffer.getvalue())
 
 
 def _skills_by_group(report: PathReport) -> dict[str, dict[str, Skill]]:
@@ -74,36 +135,70 @@ def _skills_by_group(report: PathReport) -> dict[str, dict[str, Skill]]:
     return {group: {s.name: s for s in skills} for group, skills in report.groups.items()}
 
 
+@_one_line_errors
 def diff(
     a: Annotated[Path, typer.Argument(help="The old library (or skill folder, or pack).")],
     b: Annotated[Path, typer.Argument(help="The new library (or skill folder, or pack).")],
 ) -> None:
-    """Print a readable diff from library A to library B (summary, then unified diffs)."""
+    """Print a readable diff from library A to library B (summary, then unified diffs).
+
+    Diff lines are escaped: control characters and escape sequences are shown, not executed.
+    """
     old, new = inspect_path(a), inspect_path(b)
     if {old.kind, new.kind} <= {"skill", "library"}:
         # A lone skill or library is one group named after its folder; compare them directly.
         old_skills = {n: s for g in _skills_by_group(old).values() for n, s in g.items()}
         new_skills = {n: s for g in _skills_by_group(new).values() for n, s in g.items()}
-        typer.echo(library_diff(old_skills, new_skills, str(a), str(b)), nl=False)
+        _emit(library_diff(old_skills, new_skills, str(a), str(b)))
         return
     if old.kind != new.kind:
-        raise SkillError(f"cannot diff a {old.kind} ({a}) with a {new.kind} ({b})")
+        raise SkillError(f"cannot diff a {old.kind} ({shown(a)}) with a {new.kind} ({shown(b)})")
     old_groups, new_groups = _skills_by_group(old), _skills_by_group(new)
     for agent in sorted(set(old_groups) | set(new_groups)):
-        typer.echo(
+        _emit(
             library_diff(
                 old_groups.get(agent, {}), new_groups.get(agent, {}), f"{a}/{agent}", f"{b}/{agent}"
-            ),
-            nl=False,
+            )
         )
 
 
+@_one_line_errors
+def export(
+    run: Annotated[Path, typer.Argument(help="A training run folder (grse train --run-dir).")],
+    pack: Annotated[Path, typer.Argument(help="The pack folder to write (absent or empty).")],
+    iteration: Annotated[
+        int | None,
+        typer.Option(min=0, help="Export the libraries after this iteration (default: latest)."),
+    ] = None,
+    bookkeeping: Annotated[
+        bool,
+        typer.Option(
+            "--bookkeeping/--no-bookkeeping",
+            help="Keep the grse-* training metadata (utility, provenance, ...) in the pack.",
+        ),
+    ] = True,
+) -> None:
+    """Write the libraries of training run RUN as a pack at PACK, ready for deepagents.
+
+    PACK must be absent, an empty folder, or a pack written earlier that is unchanged.
+    """
+    written = export_run_pack(run, iteration, pack, bookkeeping=bookkeeping)
+    report = inspect_path(written)
+    agents = ", ".join(
+        f"{agent} ({len(skills)})" for agent, skills in sorted(report.groups.items())
+    )
+    _emit(f"wrote {shown(written)}: {report.skill_count} skills, agents {agents or '-'}\n")
+
+
 def register(app: typer.Typer) -> None:
-    """Register `grse skills validate|show|diff`."""
+    """Register `grse skills validate|show|diff|export`."""
     skills = typer.Typer(
-        help="Validate, list and compare SKILL.md skill libraries.", no_args_is_help=True
+        help="Validate, list, compare and export SKILL.md skill libraries.",
+        no_args_is_help=True,
+        rich_markup_mode=None,
     )
     skills.command("validate")(validate)
     skills.command("show")(show)
     skills.command("diff")(diff)
+    skills.command("export")(export)
     app.add_typer(skills, name="skills")

@@ -1,4 +1,5 @@
-"""`grse train` (GRSE training, resumable, reviewable) and `grse demo` (the main job)."""
+"""`grse train` (training with any registered credit method, resumable, reviewable) and
+`grse demo` (the main job)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from grse_graph.checkpointing import CheckpointerSpec
+from grse_graph.cli.eval_cmd import parse_library_option
+from grse_graph.cli.options import ConfigOption, JsonOption, print_json, report_console
 from grse_graph.errors import ConfigError
 from grse_graph.llm import LLMConfig, load_config
+from grse_graph.methods.registry import METHOD_NAMES, method_class
+from grse_graph.tasks.protocol import with_protocol_defaults
+from grse_graph.team.topology import TOPOLOGY_NAMES
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.demo import (
     DEMO_ACTOR_MAX_TOKENS,
@@ -31,6 +38,8 @@ from grse_graph.training.runner import TrainResult, run_training
 from grse_graph.training.session import Endpoints, open_endpoints, session_deps
 from grse_graph.training.terminal import LiveProgress, ProgressTracker, TerminalReviewer
 
+ROLE_SECTIONS = frozenset({"actor", "critic", "optimizer", "engine"})
+
 
 def _read_train_toml(path: Path) -> dict[str, Any]:
     try:
@@ -39,7 +48,12 @@ def _read_train_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: config file not found") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
-    table = document.get("train", document)
+    # The grse TOML: a [train] table beside the model roles' tables (a file of bare training
+    # keys, as written before the two were one file, still reads as the train table).
+    if "train" in document:
+        table = document["train"]
+    else:
+        table = {k: v for k, v in document.items() if k not in ROLE_SECTIONS}
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [train] must be a table")
     return table
@@ -56,8 +70,30 @@ def build_train_config(base: dict[str, Any], flags: dict[str, Any], origin: str)
         raise ConfigError(f"{origin}: {where}: {first['msg']}") from None
 
 
-def _llm_config(llm_config: Path | None, model: str | None) -> LLMConfig:
-    return load_config(llm_config, overrides={"engine.model": model})
+def _method_flag(base: dict[str, Any], method: str | None) -> str | None:
+    """The `--method` value to merge over the TOML table: None when not given or when it names
+    the method whose section the TOML already holds (the section's knobs are kept)."""
+    section = base.get("method")
+    if method is None or (isinstance(section, dict) and section.get("name", "grse") == method):
+        return None
+    return method
+
+
+def init_library_folders(values: list[str]) -> dict[str, str]:
+    """`--init-library AGENT=DIR` options -> agent: absolute folder (checked, one per agent)."""
+    folders: dict[str, str] = {}
+    for value in values:
+        agent, folder = parse_library_option(value)
+        if agent in folders:
+            raise ConfigError(f"--init-library {value!r}: agent {agent!r} is given twice")
+        if not folder.is_dir():
+            raise ConfigError(f"--init-library {value!r}: {folder} is not a folder")
+        folders[agent] = str(folder.resolve())
+    return folders
+
+
+def _llm_config(config: Path | None, model: str | None) -> LLMConfig:
+    return load_config(config, overrides={"engine.model": model})
 
 
 def _tokens(endpoints: Endpoints) -> int:
@@ -76,6 +112,7 @@ def _train(
     *,
     resume: bool,
     console: Console,
+    checkpointer: CheckpointerSpec | None = None,
 ) -> tuple[TrainResult, dict[str, Any]]:
     terminal = TerminalReviewer(console)
     with open_endpoints(llm, engine_log=run.path / "engine.log") as endpoints:
@@ -88,7 +125,12 @@ def _train(
 
             deps = session_deps(config, run, endpoints, on_progress=live)
             result = asyncio.run(
-                run_training(deps, resume=resume, reviewer=reviewer if config.review else None)
+                run_training(
+                    deps,
+                    resume=resume,
+                    reviewer=reviewer if config.review else None,
+                    checkpointer=checkpointer,
+                )
             )
         usage = endpoints.ledger.report().model_dump(mode="json")
     run.write_usage(usage)
@@ -154,7 +196,17 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="task name (demo, hotpotqa, locomo, jsonl)")
         ] = None,
         data: Annotated[str | None, typer.Option(help="path to the task's data")] = None,
-        method: Annotated[str, typer.Option(help="training method")] = "grse",
+        method: Annotated[
+            str | None,
+            typer.Option(help=f"credit method: {' | '.join(METHOD_NAMES)} (default grse)"),
+        ] = None,
+        topology: Annotated[
+            str | None,
+            typer.Option(help=f"team topology: {' | '.join(TOPOLOGY_NAMES)} (default sequential)"),
+        ] = None,
+        category: Annotated[
+            str | None, typer.Option(help="train on one question category (e.g. LoCoMo's)")
+        ] = None,
         iterations: Annotated[int | None, typer.Option(help="T (default 5)")] = None,
         group_size: Annotated[int | None, typer.Option(help="G rollouts per question (4)")] = None,
         batch_size: Annotated[int | None, typer.Option(help="questions per iteration (24)")] = None,
@@ -180,27 +232,47 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--no-first-agent-n", help="one first-agent call per rollout, not n=G"),
         ] = False,
-        config: Annotated[
-            Path | None, typer.Option(help="training TOML file (its train table)")
+        init_library: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--init-library", help="AGENT=DIR: start this agent from a library (repeatable)"
+            ),
         ] = None,
-        llm_config: Annotated[Path | None, typer.Option(help="model roles TOML")] = None,
+        config: ConfigOption = None,
         model: Annotated[
             str | None, typer.Option(help="embedded model: small|default|PATH")
         ] = None,
+        checkpointer: Annotated[
+            str | None,
+            typer.Option(
+                help="sqlite (RUN/checkpoints.sqlite, the default) or a "
+                "postgres://USER@HOST:PORT/DB DSN (the postgres extra); a resume uses the run's "
+                "own unless given"
+            ),
+        ] = None,
+        as_json: JsonOption = False,
     ) -> None:
-        """Train skill libraries with GRSE; resumable (--resume RUN) and reviewable (--review)."""
-        console = Console()
-        if method != "grse":
-            raise ConfigError(f"--method {method}: only grse is implemented by grse train")
+        """Train skill libraries with a credit method (GRSE by default); resumable (--resume RUN)
+        and reviewable (--review)."""
+        console = report_console(as_json)
+        if method is not None:
+            method_class(method)  # an unknown name fails here, naming the known ones
         if resume is not None:
             run = RunFolder(resume)
             stored = run.read_config()
+            if method is not None and method != stored.method.name:
+                raise ConfigError(
+                    f"--method {method}: {run.path} was trained with {stored.method.name}"
+                )
             train_config = stored.model_copy(update={"review": review or stored.review})
         else:
             base = _read_train_toml(config) if config is not None else {}
             flags = {
                 "task": task,
                 "data": data,
+                "category": category,
+                "topology": topology,
+                "method": _method_flag(base, method),
                 "iterations": iterations,
                 "group_size": group_size,
                 "batch_size": batch_size,
@@ -215,23 +287,34 @@ def register(app: typer.Typer) -> None:
                 "dapo_filter": dapo_filter or None,
                 "with_labels": with_labels or None,
                 "first_agent_n": False if no_first_agent_n else None,
+                "init_libraries": init_library_folders(init_library) if init_library else None,
             }
             if "task" not in base and task is None:
                 raise ConfigError("grse train: --task is required (or task in --config)")
+            # The task's protocol values (batch, L, top-k of the actor's family, validation
+            # decoding) fill what neither the TOML nor the flags give.
+            given = {k: v for k, v in flags.items() if v is not None}
+            top_k = _llm_config(config, model).training_top_k()
+            base = with_protocol_defaults({**base, **given}, training_top_k=top_k)
             train_config = build_train_config(base, flags, str(config or "flags"))
+            method_class(train_config.method.name)
             run = RunFolder(out or _default_run_dir(train_config.task))
         started = time.perf_counter()
         result, usage = _train(
             train_config,
-            _llm_config(llm_config, model),
+            _llm_config(config, model),
             run,
             resume=resume is not None,
             console=console,
+            checkpointer=CheckpointerSpec.parse(checkpointer) if checkpointer else None,
         )
         print_gates(console, run, result)
         print_usage(console, usage)
         console.print(f"report: {run.report_path}")
         console.print(f"run folder: {run.path}  ({time.perf_counter() - started:.0f} s)")
+        if as_json:
+            report = str(run.report_path)
+            print_json({"result": result.model_dump(mode="json"), "usage": usage, "report": report})
 
     @app.command("demo")
     def demo(

@@ -30,6 +30,8 @@ class PredictionRecord(BaseModel):
     error: str | None = None
     latency_s: float = 0.0
     rollout: Rollout | None = None
+    # The LangSmith trace of this question (see `answer_question`); None when unknown.
+    trace_id: str | None = None
 
 
 class RunConfig(BaseModel):
@@ -40,6 +42,9 @@ class RunConfig(BaseModel):
     method: str
     method_config: dict[str, Any] = Field(default_factory=dict)
     data: str | None = None
+    # The task's category labels (e.g. ["temporal"] for `--category temporal`); None in folders
+    # written before categories were recorded.
+    categories: list[str] | None = None
     # Which model answered (e.g. "embedded:default" or "http://host/v1 qwen2.5-7b"); a resume
     # with another model would mix results.
     model: str | None = None

@@ -6,6 +6,8 @@ import asyncio
 import time
 from pathlib import Path
 
+import langsmith
+from langsmith.utils import tracing_is_enabled
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -26,7 +28,28 @@ def rollout_id_for(method: str, question: TaskQuestion) -> str:
 
 
 async def answer_question(answerer: QuestionAnswerer, question: TaskQuestion) -> PredictionRecord:
-    """Answer and score one question; any exception becomes a failed record."""
+    """Answer and score one question; any exception becomes a failed record.
+
+    With LangSmith tracing on, each question is one trace (the answerer's model calls nest in
+    it, a failed answer included) and the record keeps its id as `trace_id`; with tracing off
+    it keeps the team rollout's own trace id (`grse_graph.tracing`), if any.
+    """
+    if not tracing_is_enabled():
+        record = await _answer_question(answerer, question)
+        rollout_trace = record.rollout.trace_id if record.rollout is not None else None
+        return record.model_copy(update={"trace_id": rollout_trace})
+    async with langsmith.trace(
+        f"eval:{answerer.method}:{question.id}",
+        run_type="chain",
+        inputs={"question_id": question.id},
+        metadata={"question_id": question.id, "method": answerer.method},
+    ) as tree:
+        record = await _answer_question(answerer, question)
+        tree.end(outputs={"prediction": record.prediction, "failed": record.failed})
+    return record.model_copy(update={"trace_id": str(tree.trace_id)})
+
+
+async def _answer_question(answerer: QuestionAnswerer, question: TaskQuestion) -> PredictionRecord:
     started = time.perf_counter()
     try:
         rollout = await answerer.answer(
@@ -102,6 +125,7 @@ async def run_evaluation(
             method=answerer.method,
             method_config=answerer.describe(),
             data=data,
+            categories=list(task.categories),
             model=model,
         )
     )

@@ -51,7 +51,7 @@ class EvalFolder:
             first = error.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "(root)"
             raise ConfigError(f"{self.run_path}: field {field}: {first['msg']}") from None
-        for field in ("task", "split", "method", "data", "model", "method_config"):
+        for field in ("task", "split", "method", "data", "categories", "model", "method_config"):
             old, new = getattr(existing, field), getattr(config, field)
             if old != new:
                 raise ConfigError(

@@ -27,7 +27,50 @@ EngineName = Literal["auto", "llama-server", "llama-cpp-python"]
 StructuredMethod = Literal["function_calling", "json_prompt"]
 """How `grse_graph.llm.structured.structured_call` gets a schema object from a role's model."""
 
+ThinkingMode = Literal["auto", "off", "on"]
+"""Whether a role asks the server to disable the chat template's thinking mode (see
+`RoleSettings.thinking`)."""
+
 _EMBEDDED_MARKERS = frozenset({"", "embedded", "local"})
+
+
+class ModelPreset(BaseModel):
+    """Sampling facts of a model family: the paper's training top-k and whether its chat
+    template has a thinking mode (switched with ``enable_thinking``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    family: str
+    top_k: int = Field(ge=1)
+    has_thinking: bool = False
+
+
+# Ordered: the first family whose marker is in the lower-cased model name wins ("qwen3" before
+# "qwen"). Top-k 20 for Qwen and 64 for Gemma are the paper's (App. A).
+MODEL_PRESETS: tuple[tuple[str, ModelPreset], ...] = (
+    ("qwen3", ModelPreset(family="qwen3", top_k=20, has_thinking=True)),
+    ("qwq", ModelPreset(family="qwq", top_k=20, has_thinking=True)),
+    ("qwen", ModelPreset(family="qwen", top_k=20)),
+    ("gemma", ModelPreset(family="gemma", top_k=64)),
+)
+DEFAULT_TRAINING_TOP_K = 20
+"""Training top-k for a model of no known family (the paper's Qwen value)."""
+
+# The embedded engine's named models and the family each belongs to.
+_ENGINE_MODEL_FAMILIES: dict[str, str] = {
+    "default": "qwen2.5-coder-0.5b",
+    "medium": "qwen2.5-coder-1.5b",
+    "small": "smollm2-135m",
+}
+
+
+def model_preset(model_name: str) -> ModelPreset | None:
+    """The preset of the family a model name belongs to (None: no known family)."""
+    lowered = model_name.lower()
+    for marker, preset in MODEL_PRESETS:
+        if marker in lowered:
+            return preset
+    return None
 
 
 class RoleSettings(BaseModel):
@@ -49,6 +92,10 @@ class RoleSettings(BaseModel):
     that, at the price of an unconstrained model sometimes writing invalid JSON. Set it per role
     in TOML (``[critic] structured_method = "json_prompt"``) or the environment
     (``GRSE_CRITIC_STRUCTURED_METHOD=json_prompt``).
+
+    ``thinking`` is the switch for models whose chat template has a thinking mode (Qwen3):
+    "auto" disables it, as in the paper, when the model's family is known to have one
+    (`model_preset`); "off" / "on" force it (see `chat_template_kwargs`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -65,11 +112,25 @@ class RoleSettings(BaseModel):
     concurrency: int = Field(default=4, ge=1)
     legacy_max_tokens: bool = True
     structured_method: StructuredMethod = "function_calling"
+    thinking: ThinkingMode = "auto"
 
     @property
     def embedded(self) -> bool:
         """True when this role talks to the embedded engine."""
         return self.base_url is None
+
+    def chat_template_kwargs(self, model_name: str) -> dict[str, Any] | None:
+        """What to send as ``chat_template_kwargs`` for the thinking switch, or None.
+
+        ``thinking`` "auto" disables thinking (as the paper did) on a model whose family has a
+        thinking mode and sends nothing otherwise, since strict APIs reject unknown fields;
+        "off" / "on" always send ``enable_thinking`` false / true (for a served model whose
+        name does not reveal its family). ``model_name`` is the name the family is read from.
+        """
+        if self.thinking == "auto":
+            preset = model_preset(model_name)
+            return {"enable_thinking": False} if preset and preset.has_thinking else None
+        return {"enable_thinking": self.thinking == "on"}
 
 
 def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -129,11 +190,27 @@ class LLMConfig(BaseModel):
         """True when at least one role needs the embedded engine."""
         return any(self.role(role).embedded for role in ROLES)
 
+    def model_name(self, role: RoleName) -> str:
+        """The name a role's model family is read from: the served model name on a remote
+        endpoint; on the embedded engine the engine model (its named models map to their
+        families, a .gguf path is read as is)."""
+        settings = self.role(role)
+        if not settings.embedded:
+            return settings.model
+        return _ENGINE_MODEL_FAMILIES.get(self.engine.model, self.engine.model)
+
+    def training_top_k(self) -> int:
+        """The paper's training top-k for the actor's model family (20 Qwen, 64 Gemma)."""
+        preset = model_preset(self.model_name("actor"))
+        return preset.top_k if preset is not None else DEFAULT_TRAINING_TOP_K
+
 
 _SECTIONS: dict[str, type[BaseModel]] = {
     **{role: RoleSettings for role in ROLES},
     "engine": EngineSettings,
 }
+OTHER_SECTIONS = frozenset({"train"})
+"""Tables of the same grse TOML file that other commands read (`grse train`'s [train])."""
 _DEFAULT_MAX_TOKENS: dict[str, int] = {"actor": 4096, "critic": 4000, "optimizer": 1200}
 """The paper's generation caps, the default for roles on a remote (GPU) endpoint."""
 
@@ -190,6 +267,8 @@ def load_config(
     if toml_path is not None:
         document = _read_toml(toml_path)
         for section, table in document.items():
+            if section in OTHER_SECTIONS:
+                continue
             if section not in _SECTIONS:
                 raise ConfigError(f"{toml_path}: unknown section [{section}]")
             if not isinstance(table, dict):

@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 import httpx
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_openai import ChatOpenAI
@@ -22,6 +24,12 @@ from grse_graph.llm.accounting import UsageLedger
 from grse_graph.llm.config import LLMConfig, RoleSettings
 from grse_graph.llm.provider import ROLES, RoleName, SamplingSettings
 from grse_graph.llm.structured import STRUCTURED_METHOD_KEY
+from grse_graph.llm.tokens import ServerTokenCounter, TokenCounter
+from grse_graph.llm.transport import (
+    acall_with_reply_retries,
+    call_with_reply_retries,
+    endpoint_errors_translated,
+)
 
 EMBEDDED_API_KEY = "sk-grse-local"
 """Placeholder key for the embedded engine (it does not check keys, the client needs one)."""
@@ -31,11 +39,78 @@ UNAUTHENTICATED_API_KEY = "EMPTY"
 
 
 class RoleChatOpenAI(ChatOpenAI):
-    """`ChatOpenAI` that sends ``tool_choice="auto"`` when tools are bound without a choice.
+    """`ChatOpenAI` that sends ``tool_choice="auto"`` when tools are bound without a choice,
+    and whose endpoint failures are typed one-line errors.
 
     OpenAI and vLLM treat a missing ``tool_choice`` with tools as ``auto``; llama-cpp-python's
-    server treats it as ``none`` and does not even show the tools to the model.
+    server treats it as ``none`` and does not even show the tools to the model. A reply that is
+    not a chat completion is asked for again and a call that fails after its retries raises
+    `ModelEndpointError` / `ModelRequestRefused` (see `grse_graph.llm.transport`).
     """
+
+    def _endpoint(self) -> tuple[str, str]:
+        role = str((self.metadata or {}).get("grse_role", "model"))
+        return role, str(self.openai_api_base or "the default OpenAI endpoint")
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        role, base_url = self._endpoint()
+        return call_with_reply_retries(
+            lambda: super(RoleChatOpenAI, self)._generate(
+                messages, stop=stop, run_manager=run_manager, **kwargs
+            ),
+            role=role,
+            base_url=base_url,
+            max_retries=self.max_retries,
+        )
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        role, base_url = self._endpoint()
+        return await acall_with_reply_retries(
+            lambda: super(RoleChatOpenAI, self)._agenerate(
+                messages, stop=stop, run_manager=run_manager, **kwargs
+            ),
+            role=role,
+            base_url=base_url,
+            max_retries=self.max_retries,
+        )
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        role, base_url = self._endpoint()
+        # A stream cannot be asked for again once chunks went out: translated, not retried.
+        with endpoint_errors_translated(role, base_url, self.max_retries):
+            yield from super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        role, base_url = self._endpoint()
+        with endpoint_errors_translated(role, base_url, self.max_retries):
+            async for chunk in super()._astream(
+                messages, stop=stop, run_manager=run_manager, **kwargs
+            ):
+                yield chunk
 
     def bind_tools(
         self,
@@ -77,6 +152,7 @@ class ModelRoles:
         self._transport = transport
         self._async_transport = async_transport
         self._sync_clients: dict[RoleName, httpx.Client] = {}
+        self._token_counters: dict[RoleName, ServerTokenCounter] = {}
         # An httpx.AsyncClient is bound to the event loop it first ran on, so async clients are
         # kept per running loop (a later asyncio.run gets fresh ones).
         self._async_clients: weakref.WeakKeyDictionary[
@@ -141,6 +217,9 @@ class ModelRoles:
             extra_body["max_tokens"] = cap
         if chosen.top_k is not None:
             extra_body["top_k"] = chosen.top_k
+        template_kwargs = settings.chat_template_kwargs(self.config.model_name(role))
+        if template_kwargs is not None:
+            extra_body["chat_template_kwargs"] = template_kwargs
         sync_client, async_client = self._http_clients(role)
         return RoleChatOpenAI(
             model=settings.model,
@@ -189,11 +268,29 @@ class ModelRoles:
             per_loop[role] = async_client
         return sync_client, async_client
 
+    def token_counter(self, role: RoleName) -> TokenCounter:
+        """Counts text in the role's model tokens, asked from its server (one per role)."""
+        counter = self._token_counters.get(role)
+        if counter is None:
+            settings = self.settings(role)
+            counter = ServerTokenCounter(
+                self.base_url(role),
+                settings.model,
+                api_key=self.api_key(role),
+                timeout_s=settings.timeout_s,
+                transport=self._transport,
+            )
+            self._token_counters[role] = counter
+        return counter
+
     def close(self) -> None:
         """Close the sync HTTP clients (async clients are released with their event loop)."""
         for sync_client in self._sync_clients.values():
             sync_client.close()
         self._sync_clients.clear()
+        for counter in self._token_counters.values():
+            counter.close()
+        self._token_counters.clear()
 
     def __enter__(self) -> ModelRoles:
         return self

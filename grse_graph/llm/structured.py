@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from grse_graph.errors import ConfigError, StructuredOutputError
 from grse_graph.llm.config import StructuredMethod
+from grse_graph.llm.refusals import refusals_translated
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -297,7 +298,9 @@ def structured_call(
     history = list(plan.opening)
     problem = ""
     for attempt_number in range(max_repairs + 1):
-        attempt = plan.read(plan.runnable.invoke(history))
+        with refusals_translated():
+            reply = plan.runnable.invoke(history)
+        attempt = plan.read(reply)
         if attempt.parsed is not None:
             return attempt.parsed
         problem = attempt.problem
@@ -318,7 +321,9 @@ async def astructured_call(
     history = list(plan.opening)
     problem = ""
     for attempt_number in range(max_repairs + 1):
-        attempt = plan.read(await plan.runnable.ainvoke(history))
+        with refusals_translated():
+            reply = await plan.runnable.ainvoke(history)
+        attempt = plan.read(reply)
         if attempt.parsed is not None:
             return attempt.parsed
         problem = attempt.problem

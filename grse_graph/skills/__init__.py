@@ -6,19 +6,29 @@
   an agent in the prompt or through a `load_skill` tool.
 - `export_pack` / `import_pack` / `load_libraries`: shipping libraries of a whole team.
 - `validate_path` / `inspect_path`: checking anything on disk, all problems at once.
+- `export_run_pack`: a training run's libraries as a pack, with or without bookkeeping.
+- `checked_name` / `checked_resource_path`: model output that becomes a name or path gets the
+  checks a file on disk gets. `read_run_file`: a run folder's files through the same boundary.
+- `shown`: any untrusted text made safe for a terminal, on one line.
 """
 
-from .files import FileWriter, durable_write
+from .boundary import Boundary, read_run_file
+from .files import FileWriter, durable_write, recover_leftovers
 from .library import SkillLibrary
 from .limits import (
     MAX_COMPATIBILITY_CHARS,
     MAX_DESCRIPTION_CHARS,
     MAX_NAME_CHARS,
     MAX_RESOURCE_BYTES,
+    MAX_RESOURCE_DEPTH,
+    MAX_SKILL_FILES,
     MAX_SKILL_MD_BYTES,
+    MAX_SKILL_TOTAL_BYTES,
     RESOURCE_DIRS,
     SKILL_FILE,
+    is_agent_name,
 )
+from .manifest import MANIFEST_FILE, PackAgentEntry, PackManifest, PackSkillEntry
 from .model import (
     AGENT_KEY,
     BOOKKEEPING_KEYS,
@@ -29,19 +39,15 @@ from .model import (
     UTILITY_KEY,
     Skill,
     check_name,
+    check_resource_path,
+    checked_name,
+    checked_resource_path,
     slugify_name,
 )
-from .pack import (
-    MANIFEST_FILE,
-    PackAgentEntry,
-    PackManifest,
-    PackSkillEntry,
-    export_pack,
-    import_pack,
-    load_libraries,
-)
+from .pack import export_pack, import_pack, load_libraries
 from .render import SKILL_TOOL_NAME, render_index, render_inline
-from .text import approx_tokens
+from .run_export import export_run_pack, run_libraries
+from .text import approx_tokens, shown
 from .tool import LoadSkillArgs, SkillInvocation, SkillUseRecorder, make_skill_tool
 from .validate import PathReport, inspect_path, validate_path
 
@@ -55,13 +61,17 @@ __all__ = [
     "MAX_DESCRIPTION_CHARS",
     "MAX_NAME_CHARS",
     "MAX_RESOURCE_BYTES",
+    "MAX_RESOURCE_DEPTH",
+    "MAX_SKILL_FILES",
     "MAX_SKILL_MD_BYTES",
+    "MAX_SKILL_TOTAL_BYTES",
     "PARENT_HASH_KEY",
     "PROVENANCE_KEY",
     "RESOURCE_DIRS",
     "SKILL_FILE",
     "SKILL_TOOL_NAME",
     "UTILITY_KEY",
+    "Boundary",
     "FileWriter",
     "LoadSkillArgs",
     "PackAgentEntry",
@@ -74,14 +84,23 @@ __all__ = [
     "SkillUseRecorder",
     "approx_tokens",
     "check_name",
+    "check_resource_path",
+    "checked_name",
+    "checked_resource_path",
     "durable_write",
     "export_pack",
+    "export_run_pack",
     "import_pack",
     "inspect_path",
+    "is_agent_name",
     "load_libraries",
     "make_skill_tool",
+    "read_run_file",
+    "recover_leftovers",
     "render_index",
     "render_inline",
+    "run_libraries",
+    "shown",
     "slugify_name",
     "validate_path",
 ]

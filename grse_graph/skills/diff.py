@@ -1,11 +1,28 @@
-"""Readable unified diffs between skills and between libraries."""
+"""Readable unified diffs between skills and between libraries.
+
+Diff text is meant for a reviewer's terminal, so every line is escaped with `shown` (tabs kept):
+a resource with `\\r`, an escape sequence or a bidi override cannot hide or fake a line.
+"""
 
 from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 
 from .model import Skill
+from .text import shown
+
+
+def _safe(line: str) -> str:
+    """One diff line made terminal-safe, its newline kept and tabs left as tabs."""
+    content = line[:-1] if line.endswith("\n") else line
+    return "\t".join(shown(part) for part in content.split("\t")) + "\n"
+
+
+def _lines(text: str) -> list[str]:
+    """Lines ending in "\\n" (the last one may lack it); only "\\n" breaks a line."""
+    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
 
 
 def _resource_lines(path: str, old: bytes | None, new: bytes | None, name: str) -> list[str]:
@@ -13,7 +30,8 @@ def _resource_lines(path: str, old: bytes | None, new: bytes | None, name: str) 
         if data is None:
             return []
         try:
-            return data.decode("utf-8").splitlines(keepends=True)
+            # Split on "\n" only: other line breaks (\r, \u2028) are shown escaped, in place.
+            return _lines(data.decode("utf-8"))
         except UnicodeDecodeError:
             return None
 
@@ -25,7 +43,7 @@ def _resource_lines(path: str, old: bytes | None, new: bytes | None, name: str) 
                 return "absent"
             return f"{len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()[:12]}"
 
-        return [f"Binary resource {name}/{path} differs: {describe(old)} -> {describe(new)}\n"]
+        return [_safe(f"Binary resource {name}/{path} differs: {describe(old)} -> {describe(new)}")]
     return _unified(old_text, new_text, f"{name}/{path}", old is None, new is None)
 
 
@@ -41,15 +59,15 @@ def _unified(
         )
     )
     # difflib leaves the last line without a newline when the text lacks one.
-    return [line if line.endswith("\n") else line + "\n" for line in lines]
+    return [_safe(line) for line in lines]
 
 
 def skill_diff(old: Skill | None, new: Skill | None) -> str:
     """Unified diff of SKILL.md text and resources from `old` to `new` (None: absent)."""
     present = new if new is not None else old
     name = present.name if present is not None else "?"
-    old_md = old.to_markdown().splitlines(keepends=True) if old is not None else []
-    new_md = new.to_markdown().splitlines(keepends=True) if new is not None else []
+    old_md = _lines(old.to_markdown()) if old is not None else []
+    new_md = _lines(new.to_markdown()) if new is not None else []
     lines = _unified(old_md, new_md, f"{name}/SKILL.md", old is None, new is None)
     old_res = old.resources if old is not None else {}
     new_res = new.resources if new is not None else {}
@@ -67,7 +85,7 @@ def library_diff(
     added = sorted(set(new) - set(old))
     removed = sorted(set(old) - set(new))
     changed = sorted(n for n in set(old) & set(new) if old[n] != new[n])
-    header = f"--- {old_label}\n+++ {new_label}\n"
+    header = f"--- {shown(old_label)}\n+++ {shown(new_label)}\n"
     if not (added or removed or changed):
         return header + "no differences\n"
     summary = [

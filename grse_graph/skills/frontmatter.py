@@ -13,16 +13,42 @@ import yaml
 
 from grse_graph.errors import SkillError
 
-from .text import one_line
+from .limits import MAX_YAML_DEPTH
+from .text import one_line, shown
 
 
 class _StrictStringLoader(yaml.BaseLoader):
-    """YAML loader: all scalars are strings; a repeated key is an error."""
+    """YAML loader: all scalars are strings; a repeated key, a key that is not a plain string,
+    an alias, or nesting deeper than `MAX_YAML_DEPTH` is an error (so hostile front matter
+    cannot crash or exhaust the reader)."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed in front matter", event.start_mark
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested deeper than {MAX_YAML_DEPTH} levels", event.start_mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, yaml.MappingNode):
             seen: set[object] = set()
             for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise yaml.constructor.ConstructorError(
+                        None, None, "a mapping key must be a plain string", key_node.start_mark
+                    )
                 key = self.construct_object(key_node, deep=deep)
                 if key in seen:
                     raise yaml.constructor.ConstructorError(
@@ -56,10 +82,14 @@ def split_front_matter(text: str, source: str) -> tuple[dict[str, Any], str]:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"{source}:{mark.line + 2}" if mark is not None else source
-        problem = one_line(error.problem or error.context or "invalid YAML")
+        problem = shown(one_line(error.problem or error.context or "invalid YAML"))
         raise SkillError(f"{where}: malformed YAML front matter: {problem}") from None
     except yaml.YAMLError as error:
-        raise SkillError(f"{source}: malformed YAML front matter: {one_line(str(error))}") from None
+        raise SkillError(
+            f"{source}: malformed YAML front matter: {shown(one_line(str(error)))}"
+        ) from None
+    except RecursionError:
+        raise SkillError(f"{source}: malformed YAML front matter: nested too deeply") from None
     if data is None:
         raise SkillError(f"{source}: front matter is empty (it needs name and description)")
     if not isinstance(data, dict):

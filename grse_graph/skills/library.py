@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -11,10 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from grse_graph.errors import SkillError
 
+from .boundary import Boundary, reading
 from .diff import library_diff
-from .files import FileWriter, check_inside, durable_write, is_save_leftover, replace_dir
-from .limits import AGENT_PATTERN, SKILL_FILE
-from .model import Skill, read_skill_folder, validation_lines
+from .files import FileWriter, durable_write, recover_leftovers, replace_dir
+from .limits import AGENT_PATTERN, MAX_NAME_CHARS, SKILL_FILE
+from .model import Skill, validation_lines
+from .storage import SkillScan, check_replaceable, is_real_dir, read_skill_folder, scan_skill_folder
+from .text import shown
 
 
 class SkillLibrary(BaseModel):
@@ -26,7 +30,7 @@ class SkillLibrary(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    agent: str = Field(pattern=AGENT_PATTERN.pattern)
+    agent: str = Field(pattern=AGENT_PATTERN.pattern, max_length=MAX_NAME_CHARS)
     skills: list[Skill] = []
     limit: int | None = Field(default=None, ge=1)
 
@@ -55,7 +59,9 @@ class SkillLibrary(BaseModel):
         try:
             return cls(agent=agent, skills=list(skills), limit=limit)
         except ValidationError as error:
-            raise SkillError(validation_lines(error, source or f"library {agent!r}")[0]) from None
+            raise SkillError(
+                validation_lines(error, source or f"library {agent[:80]!r}")[0]
+            ) from None
 
     @classmethod
     def empty(cls, agent: str, limit: int | None = None) -> SkillLibrary:
@@ -64,11 +70,17 @@ class SkillLibrary(BaseModel):
 
     @classmethod
     def load(cls, path: Path | str, *, agent: str, limit: int | None = None) -> SkillLibrary:
-        """Read a folder of skill folders (an empty folder is an empty library)."""
-        skills, problems = read_library_folder(Path(path))
+        """Read a folder of skill folders (an empty folder is an empty library), after
+        recovering leftovers of an interrupted save."""
+        path = Path(path)
+        with reading(path.parent, "cannot recover an interrupted save"):
+            recover_leftovers(path.parent)
+            if is_real_dir(path):
+                recover_leftovers(path)
+        skills, problems = read_library_folder(path)
         if problems:
             raise SkillError(problems[0])
-        return cls.build(agent, skills, limit, source=str(path))
+        return cls.build(agent, skills, limit, source=shown(path))
 
     # ----- queries -----------------------------------------------------------------------
 
@@ -161,22 +173,29 @@ class SkillLibrary(BaseModel):
         """Write the library as a folder of skill folders, atomically.
 
         The new folder is built as a hidden sibling and swapped in, so a crash leaves the old
-        library intact. Skills no longer in the library disappear from disk; unchanged skills
-        keep their exact bytes; an unchanged library is not written at all. Refuses to replace a
-        folder holding anything other than skill folders.
+        library intact (or recoverable by the next load or save). Skills no longer in the
+        library disappear from disk; unchanged skills keep their exact bytes; an unchanged
+        library is not written at all. Refuses, with one line, to replace a folder holding
+        anything a save did not write: files or hidden entries beside the skill folders, or
+        inside a skill folder a file outside references/, scripts/, assets/ that the new
+        library does not carry (see `storage`).
         """
         path = Path(path)
-        previous, clean = _existing_skills(path)
-        if clean and previous == {s.name: s for s in self.skills}:
+        previous = _previous_skills(path, {s.name: s for s in self.skills})
+        unchanged = {name: scan.skill for name, scan in previous.items()} == {
+            s.name: s for s in self.skills
+        }
+        if unchanged and is_real_dir(path):
             return
 
         def build(temporary: Path) -> None:
             for skill in self.skills:
                 folder = temporary / skill.name
                 folder.mkdir()
-                if previous.get(skill.name) == skill:
+                old = previous.get(skill.name)
+                if old is not None and old.skill == skill and old.skill_md is not None:
                     # Keep hand-written formatting of unchanged skills byte for byte.
-                    writer(folder / SKILL_FILE, (path / skill.name / SKILL_FILE).read_bytes())
+                    writer(folder / SKILL_FILE, old.skill_md)
                     for rel, data in sorted(skill.resources.items()):
                         writer(folder / rel, data)
                 else:
@@ -188,20 +207,26 @@ class SkillLibrary(BaseModel):
 def read_library_folder(path: Path) -> tuple[list[Skill], list[str]]:
     """Read every skill folder under `path`, collecting all problems (one line each).
 
-    Hidden entries (editor files, leftovers of an interrupted save) are skipped.
+    Hidden entries (editor files, leftovers of an interrupted save) are skipped; a skill
+    folder may be a symlink only to a folder inside the library.
     """
-    if not path.is_dir():
-        return [], [f"{path}: library folder does not exist or is not a folder"]
+    try:
+        boundary = Boundary(path, "library folder")
+        entries = boundary.list(path)
+    except SkillError as error:
+        if not os.path.isdir(path):
+            return [], [f"{shown(path)}: library folder does not exist or is not a folder"]
+        return [], [str(error)]
     skills: list[Skill] = []
     problems: list[str] = []
-    for entry in sorted(path.iterdir()):
+    for entry in entries:
         if entry.name.startswith("."):
             continue
         try:
-            if entry.is_symlink():
-                check_inside(entry, path, "library folder")
-            if not entry.is_dir():
-                raise SkillError(f"{entry}: unexpected file (a library holds only skill folders)")
+            if boundary.kind(entry) != "folder":
+                raise SkillError(
+                    f"{shown(entry)}: unexpected file (a library holds only skill folders)"
+                )
         except SkillError as error:
             problems.append(str(error))
             continue
@@ -212,26 +237,32 @@ def read_library_folder(path: Path) -> tuple[list[Skill], list[str]]:
     return skills, problems
 
 
-def _existing_skills(path: Path) -> tuple[dict[str, Skill], bool]:
-    """The valid skills currently at `path`, and whether the folder exists and holds nothing
-    else. Raises when the folder holds content that is not ours to delete."""
-    if not path.exists() and not path.is_symlink():
-        return {}, False
-    if not path.is_dir() or path.is_symlink():
-        raise SkillError(f"{path}: exists and is not a library folder; refusing to overwrite")
-    skills: dict[str, Skill] = {}
-    clean = True
-    for entry in path.iterdir():
-        if is_save_leftover(entry.name):
-            clean = False
-            continue
-        if not entry.is_dir() or entry.is_symlink() or not (entry / SKILL_FILE).is_file():
+def _previous_skills(path: Path, new: dict[str, Skill]) -> dict[str, SkillScan]:
+    """What a save would replace at `path`, by skill name; raises when that would lose a file
+    the save did not write."""
+    with reading(path, "cannot save the library"):
+        if path.parent.is_dir():
+            recover_leftovers(path.parent)
+        if not os.path.lexists(path):
+            return {}
+        if not is_real_dir(path):
             raise SkillError(
-                f"{entry}: not a skill folder; refusing to replace the library folder {path}"
+                f"{shown(path)}: exists and is not a library folder; refusing to overwrite"
             )
-        skill, problems = read_skill_folder(entry)
-        if skill is not None and not problems:
-            skills[skill.name] = skill
-        else:
-            clean = False
-    return skills, clean
+        recover_leftovers(path)
+        previous: dict[str, SkillScan] = {}
+        for entry in Boundary(path, "library folder").list(path):
+            if entry.name.startswith("."):
+                raise SkillError(
+                    f"{shown(entry)}: hidden entry the save did not write; refusing to replace "
+                    f"the library folder {shown(path)}"
+                )
+            if not is_real_dir(entry) or not os.path.lexists(entry / SKILL_FILE):
+                raise SkillError(
+                    f"{shown(entry)}: not a skill folder; refusing to replace the library "
+                    f"folder {shown(path)}"
+                )
+            scan = scan_skill_folder(entry)
+            check_replaceable(entry, scan, new.get(entry.name))
+            previous[entry.name] = scan
+        return previous

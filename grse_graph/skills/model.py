@@ -14,29 +14,23 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from grse_graph.errors import SkillError
 
-from .files import (
-    FileWriter,
-    atomic_write,
-    check_inside,
-    decode_utf8,
-    durable_write,
-    is_save_leftover,
-    read_bounded,
-    replace_dir,
-)
+from .files import FileWriter, durable_write
 from .frontmatter import dump_front_matter, split_front_matter
 from .limits import (
-    AGENT_PATTERN,
     MAX_COMPATIBILITY_CHARS,
     MAX_DESCRIPTION_CHARS,
     MAX_NAME_CHARS,
+    MAX_PATH_PART_BYTES,
     MAX_RESOURCE_BYTES,
+    MAX_RESOURCE_DEPTH,
+    MAX_SKILL_FILES,
     MAX_SKILL_MD_BYTES,
+    MAX_SKILL_TOTAL_BYTES,
     NAME_PATTERN,
-    RESOURCE_DIRS,
     SKILL_FILE,
+    is_agent_name,
 )
-from .text import FRONT_MATTER_DELIMITER, forbidden_character, one_line
+from .text import FRONT_MATTER_DELIMITER, forbidden_character, one_line, shown
 
 # Evolution bookkeeping, stored as strings under `metadata` (the spec's only open field).
 BOOKKEEPING_PREFIX = "grse-"
@@ -96,18 +90,51 @@ def slugify_name(text: str) -> str:
     return check_name(slug)
 
 
-def _check_resource_path(path: str) -> str:
+def check_resource_path(path: str) -> str:
+    """Return `path` if it may name a file inside a skill folder, else raise ValueError.
+
+    Any relative path is allowed (the spec lets a skill carry files such as `forms.md`,
+    `LICENSE.txt` or `helper.py` next to SKILL.md) except: SKILL.md itself, absolute paths,
+    `.`/`..`/empty parts, hidden parts (reserved for editors and interrupted saves),
+    backslashes, forbidden characters, parts over 255 bytes, nesting over the depth cap.
+    """
+    malformed = f"resource path {path!r} escapes the skill folder or is malformed"
     if not path or "\\" in path or path.startswith("/") or "\x00" in path:
-        raise ValueError(f"resource path {path!r} escapes the skill folder or is malformed")
+        raise ValueError(malformed)
+    if "\n" in path or "\t" in path:
+        raise ValueError(f"resource path {path!r} contains a forbidden character (newline, tab)")
     parts = path.split("/")
     if any(part in ("", ".", "..") for part in parts):
-        raise ValueError(f"resource path {path!r} escapes the skill folder or is malformed")
-    if parts[0] not in RESOURCE_DIRS or len(parts) < 2:
-        raise ValueError(
-            f"resource path {path!r} must be a file under one of {', '.join(RESOURCE_DIRS)}"
-        )
+        raise ValueError(malformed)
     _check_text(path, f"resource path {path!r}", front_matter=False)
+    if path == SKILL_FILE:
+        raise ValueError(f"resource path {path!r} is the skill file itself")
+    if any(part.startswith(".") for part in parts):
+        raise ValueError(f"resource path {path!r} has a hidden part (names starting with '.')")
+    if len(parts) > MAX_RESOURCE_DEPTH + 1:
+        raise ValueError(f"resource path {path!r} is nested deeper than {MAX_RESOURCE_DEPTH}")
+    if any(len(part.encode("utf-8")) > MAX_PATH_PART_BYTES for part in parts):
+        raise ValueError(f"resource path {path!r} has a part over {MAX_PATH_PART_BYTES} bytes")
     return path
+
+
+def checked_name(name: str, source: str) -> str:
+    """`name` if it may be a skill (or agent) folder name, else a one-line `SkillError` naming
+    `source`. Call this on model output that becomes a name: it is the check a folder on disk
+    gets."""
+    try:
+        return check_name(name)
+    except ValueError as error:
+        raise SkillError(shown(f"{source}: {error}")) from None
+
+
+def checked_resource_path(path: str, source: str) -> str:
+    """`path` if it may name a file inside a skill folder, else a one-line `SkillError` naming
+    `source`. Call this on model output that becomes a resource path."""
+    try:
+        return check_resource_path(path)
+    except ValueError as error:
+        raise SkillError(shown(f"{source}: {error}")) from None
 
 
 def _check_bookkeeping(key: str, value: str) -> None:
@@ -126,7 +153,7 @@ def _check_bookkeeping(key: str, value: str) -> None:
         if not _HASH_PATTERN.fullmatch(value):
             problem = "must be a 64-character lowercase sha256 hex digest"
     elif key == AGENT_KEY:
-        if not AGENT_PATTERN.fullmatch(value):
+        if not is_agent_name(value):
             problem = "must be an agent name (lowercase letters, digits, single hyphens)"
     elif key == PROVENANCE_KEY:
         if not value.strip() or "\n" in value:
@@ -142,8 +169,9 @@ class Skill(BaseModel):
 
     Values are immutable; the `with_*` helpers return changed copies (validated again).
     Evolution bookkeeping lives in `metadata` under the `grse-*` keys with typed accessors.
-    `resources` maps paths relative to the skill folder (under references/, scripts/, assets/)
-    to file contents and travels with the skill on save, export and copy.
+    `resources` maps paths relative to the skill folder (references/, scripts/, assets/, or any
+    other file next to SKILL.md, as the spec allows) to file contents and travels with the
+    skill on save, export and copy.
 
     Direct construction raises pydantic's `ValidationError`; `Skill.build`, `Skill.parse` and
     `Skill.load` raise a one-line `SkillError` instead.
@@ -235,12 +263,19 @@ class Skill(BaseModel):
     @classmethod
     def _valid_resources(cls, value: dict[str, bytes]) -> dict[str, bytes]:
         for path, data in value.items():
-            _check_resource_path(path)
+            check_resource_path(path)
             if len(data) > MAX_RESOURCE_BYTES:
                 raise ValueError(
                     f"resource {path!r} is {len(data)} bytes, over the limit of "
                     f"{MAX_RESOURCE_BYTES} bytes"
                 )
+        if len(value) > MAX_SKILL_FILES:
+            raise ValueError(f"{len(value)} resource files, over the limit of {MAX_SKILL_FILES}")
+        total = sum(len(data) for data in value.values())
+        if total > MAX_SKILL_TOTAL_BYTES:
+            raise ValueError(
+                f"resources total {total} bytes, over the limit of {MAX_SKILL_TOTAL_BYTES} bytes"
+            )
         paths = set(value)
         for path in paths:
             parts = path.split("/")
@@ -273,7 +308,7 @@ class Skill(BaseModel):
         try:
             return cls(**fields)
         except ValidationError as error:
-            raise SkillError(validation_lines(error, source)[0]) from None
+            raise SkillError(validation_lines(error, shown(source))[0]) from None
 
     @classmethod
     def parse(cls, text: str, source: str, resources: Mapping[str, bytes] | None = None) -> Skill:
@@ -289,14 +324,14 @@ class Skill(BaseModel):
 
     @classmethod
     def load(cls, directory: Path | str) -> Skill:
-        """Read a skill folder (SKILL.md plus references/, scripts/, assets/).
+        """Read a skill folder (SKILL.md plus every other file in it, hidden ones excepted).
 
-        The folder name must equal the skill name; resource symlinks must stay inside the folder.
+        The folder name must equal the skill name; symlinks must stay inside the folder.
+        Leftovers of an interrupted save next to the folder are recovered first.
         """
-        skill, problems = read_skill_folder(Path(directory))
-        if skill is None or problems:
-            raise SkillError(problems[0])
-        return skill
+        from .storage import load_skill
+
+        return load_skill(Path(directory))
 
     # ----- writing -----------------------------------------------------------------------
 
@@ -324,25 +359,14 @@ class Skill(BaseModel):
         """Write this skill to its folder (whose name must equal the skill name), atomically.
 
         An existing folder that already holds an equal skill is left untouched, byte for byte.
-        Resource files on disk that the skill no longer has are removed. `writer` writes each
-        file before it goes live (inject a failing one to test crash safety).
+        Files under references/, scripts/, assets/ that the skill no longer has are removed;
+        any other file on disk the skill does not carry (a user's `notes.txt`), a hidden entry,
+        or a folder that does not read cleanly makes the save refuse instead of deleting it.
+        `writer` writes each file before it goes live (inject a failing one to test crashes).
         """
-        directory = Path(directory)
-        if directory.name != self.name:
-            raise SkillError(
-                f"{directory}: folder name {directory.name!r} must equal "
-                f"the skill name {self.name!r}"
-            )
-        existing = _existing_equal(directory)
-        if existing == self:
-            return
-        if directory.exists():
-            _check_replaceable_skill_folder(directory)
-        has_resource_dirs = any((directory / d).exists() for d in RESOURCE_DIRS)
-        if not self.resources and not has_resource_dirs and directory.is_dir():
-            atomic_write(directory / SKILL_FILE, self.to_markdown().encode("utf-8"), writer)
-            return
-        replace_dir(directory, lambda temporary: self.write_files(temporary, writer))
+        from .storage import save_skill
+
+        save_skill(self, Path(directory), writer)
 
     def write_files(self, directory: Path, writer: FileWriter = durable_write) -> None:
         """Write SKILL.md and resources into an existing folder that is not yet live."""
@@ -443,6 +467,11 @@ class Skill(BaseModel):
         """A copy with the owning agent set (None removes it)."""
         return self._with_meta(AGENT_KEY, agent)
 
+    def without_bookkeeping(self) -> Skill:
+        """A copy without the `grse-*` training bookkeeping (what ships in a production pack)."""
+        metadata = {k: v for k, v in self.metadata.items() if not k.startswith(BOOKKEEPING_PREFIX)}
+        return self.model_validate({**self._fields(), "metadata": metadata})
+
     def with_body(self, body: str) -> Skill:
         """A copy with a new body (validated)."""
         return self.model_validate({**self._fields(), "body": body})
@@ -474,7 +503,7 @@ def validation_lines(error: ValidationError, source: str) -> list[str]:
             # Our own validators already name the field in their message.
             message, location = message.removeprefix("Value error, "), ""
         prefix = f"{source}: {location}: " if location else f"{source}: "
-        lines.append(one_line(prefix + message))
+        lines.append(shown(one_line(prefix + message)))
     return lines
 
 
@@ -510,98 +539,3 @@ def _front_matter_to_fields(data: dict[Any, Any], source: str) -> dict[str, Any]
             raise SkillError(f"{source}: metadata must map strings to strings")
         fields["metadata"] = metadata
     return fields
-
-
-def _read_resources(directory: Path, problems: list[str]) -> dict[str, bytes]:
-    resources: dict[str, bytes] = {}
-    visited: set[Path] = set()
-
-    def walk(folder: Path) -> None:
-        resolved = folder.resolve()
-        if resolved in visited:
-            problems.append(f"{folder}: symlink loop")
-            return
-        visited.add(resolved)
-        for child in sorted(folder.iterdir()):
-            try:
-                if child.is_symlink():
-                    check_inside(child, directory, "skill folder")
-                if child.is_dir():
-                    walk(child)
-                    continue
-                key = child.relative_to(directory).as_posix()
-                _check_resource_path(key)
-                resources[key] = read_bounded(child, MAX_RESOURCE_BYTES, "resource file")
-            except SkillError as error:
-                problems.append(str(error))
-            except ValueError as error:
-                problems.append(f"{child}: {error}")
-
-    for name in RESOURCE_DIRS:
-        folder = directory / name
-        if not folder.exists() and not folder.is_symlink():
-            continue
-        try:
-            if folder.is_symlink():
-                check_inside(folder, directory, "skill folder")
-            if not folder.is_dir():
-                raise SkillError(f"{folder}: must be a folder")
-            walk(folder)
-        except SkillError as error:
-            problems.append(str(error))
-    return resources
-
-
-def read_skill_folder(directory: Path) -> tuple[Skill | None, list[str]]:
-    """Read a skill folder, collecting every problem found (one line each)."""
-    problems: list[str] = []
-    if not directory.is_dir():
-        return None, [f"{directory}: skill folder does not exist or is not a folder"]
-    skill_file = directory / SKILL_FILE
-    for child in sorted(directory.iterdir()):
-        if is_save_leftover(child.name):
-            continue
-        if child.name != SKILL_FILE and child.name not in RESOURCE_DIRS:
-            problems.append(
-                f"{child}: unexpected entry (a skill folder holds only {SKILL_FILE}, "
-                f"{', '.join(d + '/' for d in RESOURCE_DIRS)})"
-            )
-    resources = _read_resources(directory, problems)
-    skill: Skill | None = None
-    try:
-        if not skill_file.exists():
-            raise SkillError(f"{skill_file}: missing (every skill folder needs a {SKILL_FILE})")
-        if skill_file.is_symlink():
-            check_inside(skill_file, directory, "skill folder")
-        text = decode_utf8(read_bounded(skill_file, MAX_SKILL_MD_BYTES, SKILL_FILE), skill_file)
-        skill = Skill.parse(text, str(skill_file), resources)
-    except SkillError as error:
-        problems.insert(0, str(error))
-    if skill is not None and skill.name != directory.name:
-        problems.insert(
-            0,
-            f"{skill_file}: name {skill.name!r} does not match its folder name {directory.name!r}",
-        )
-    return skill, problems
-
-
-def _existing_equal(directory: Path) -> Skill | None:
-    if not (directory / SKILL_FILE).is_file():
-        return None
-    try:
-        return Skill.load(directory)
-    except SkillError:
-        return None
-
-
-def _check_replaceable_skill_folder(directory: Path) -> None:
-    # Replacing a folder deletes what it holds, so refuse anything that is not ours to delete.
-    if not directory.is_dir() or directory.is_symlink():
-        raise SkillError(f"{directory}: exists and is not a skill folder; refusing to overwrite")
-    for child in directory.iterdir():
-        if is_save_leftover(child.name):
-            continue
-        if child.name != SKILL_FILE and child.name not in RESOURCE_DIRS:
-            raise SkillError(
-                f"{child}: unexpected entry in a skill folder; refusing to overwrite it"
-            )

@@ -8,91 +8,71 @@ skills=["/skills/"])`.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
-import grse_graph
 from grse_graph.errors import SkillError
 
+from .boundary import Boundary, one_reason, reading
 from .files import FileWriter, durable_write, replace_dir
 from .library import SkillLibrary, read_library_folder
-from .limits import AGENT_PATTERN
-from .text import one_line
+from .limits import MAX_RESOURCE_BYTES, MAX_RESOURCE_DEPTH, is_agent_name
+from .manifest import MANIFEST_FILE, PackAgentEntry, PackManifest, read_manifest
+from .model import Skill, validation_lines
+from .storage import scan_skill_folder
+from .text import shown
 
-MANIFEST_FILE = "manifest.json"
 PACK_SKILLS_DIR = "skills"
 
 
-class PackSkillEntry(BaseModel):
-    """One skill of a packed library and its content hash."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    content_hash: str
-
-
-class PackAgentEntry(BaseModel):
-    """One agent's library in a pack."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    agent: str
-    limit: int | None = None
-    library_hash: str
-    skills: list[PackSkillEntry]
-
-
-class PackManifest(BaseModel):
-    """`manifest.json` of a skill pack."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    format: Literal["grse-skill-pack"] = "grse-skill-pack"
-    format_version: Literal[1] = 1
-    grse_graph_version: str
-    agents: list[PackAgentEntry]
-
-    @classmethod
-    def describe(cls, libraries: Mapping[str, SkillLibrary]) -> PackManifest:
-        """The manifest for these libraries (agents in sorted order)."""
-        return cls(
-            grse_graph_version=grse_graph.__version__,
-            agents=[
-                PackAgentEntry(
-                    agent=agent,
-                    limit=library.limit,
-                    library_hash=library.content_hash(),
-                    skills=[
-                        PackSkillEntry(name=s.name, content_hash=s.content_hash())
-                        for s in library.skills
-                    ],
-                )
-                for agent, library in sorted(libraries.items())
-            ],
+def _check_destination(dest: Path) -> None:
+    """Raise unless `dest` is absent, an empty folder, or a pack that reads back exactly as
+    its manifest says (so replacing it loses nothing this package did not write)."""
+    with reading(dest, "cannot check the destination"):
+        if not os.path.lexists(dest):
+            return
+        if os.path.islink(dest) or not os.path.isdir(dest):
+            raise SkillError(
+                f"{shown(dest)}: exists and is not a folder; refusing to overwrite it with a pack"
+            )
+        if not os.listdir(dest):
+            return
+        if not os.path.lexists(dest / MANIFEST_FILE):
+            raise SkillError(
+                f"{shown(dest)}: exists and is not a skill pack; refusing to overwrite"
+            )
+    _, problems = read_pack(dest)
+    if problems:
+        raise SkillError(
+            f"{shown(dest)}: exists and is not a skill pack as this package wrote it "
+            f"({problems[0]}); refusing to overwrite"
         )
 
 
 def export_pack(
     libraries: Mapping[str, SkillLibrary], dest: Path | str, *, writer: FileWriter = durable_write
 ) -> Path:
-    """Write the libraries as a pack at `dest` (replacing an earlier pack there) and return it.
+    """Write the libraries as a pack at `dest` and return it.
 
-    The pack is built beside `dest` and swapped in, so a crash leaves any earlier pack intact.
-    Refuses to replace a non-empty folder that is not a pack.
+    `dest` must be absent, an empty folder, or an earlier pack that still matches its manifest
+    (anything else is refused with one line). The pack is built beside `dest` and swapped in,
+    so a crash leaves any earlier pack intact.
     """
     dest = Path(dest)
     for agent, library in libraries.items():
         if library.agent != agent:
-            raise SkillError(f"pack: library of agent {library.agent!r} is filed under {agent!r}")
-    if dest.exists():
-        is_pack = (dest / MANIFEST_FILE).is_file()
-        if not dest.is_dir() or (not is_pack and any(dest.iterdir())):
-            raise SkillError(f"{dest}: exists and is not a skill pack; refusing to overwrite")
-    manifest = PackManifest.describe(libraries)
+            raise SkillError(
+                f"pack: library of agent {library.agent!r} is filed under {shown(agent)[:80]!r}"
+            )
+    try:
+        manifest = PackManifest.describe(libraries)
+    except ValidationError as error:
+        raise SkillError(validation_lines(error, "pack manifest")[0]) from None
+    _check_destination(dest)
 
     def build(temporary: Path) -> None:
         for agent, library in sorted(libraries.items()):
@@ -102,68 +82,133 @@ def export_pack(
                 folder = root / skill.name
                 folder.mkdir()
                 skill.write_files(folder, writer)
-        writer(temporary / MANIFEST_FILE, (manifest.model_dump_json(indent=2) + "\n").encode())
+        writer(temporary / MANIFEST_FILE, manifest.to_bytes())
 
-    replace_dir(dest, build)
+    try:
+        replace_dir(dest, build)
+    except OSError as error:
+        raise SkillError(f"{shown(dest)}: cannot write the pack: {one_reason(error)}") from None
     return dest
 
 
-def read_manifest(path: Path) -> PackManifest:
-    """The validated manifest of the pack at `path`."""
-    manifest_path = path / MANIFEST_FILE
-    try:
-        return PackManifest.model_validate_json(manifest_path.read_bytes())
-    except FileNotFoundError:
-        raise SkillError(f"{manifest_path}: missing (not a skill pack)") from None
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise SkillError(f"{manifest_path}: {where}: {one_line(str(first['msg']))}") from None
+def _agent_files(
+    boundary: Boundary, folder: Path, entry: PackAgentEntry, problems: list[str]
+) -> None:
+    """Check the files of an agent's folder besides `skills/` against the manifest."""
+    seen: set[str] = set()
 
+    def walk(current: Path, depth: int) -> None:
+        for child in boundary.list(current):
+            relative = child.relative_to(folder).as_posix()
+            if depth == 0 and child.name == PACK_SKILLS_DIR:
+                continue
+            try:
+                kind = boundary.kind(child)
+                if kind == "folder" and depth < MAX_RESOURCE_DEPTH:
+                    walk(child, depth + 1)
+                    continue
+                if relative not in entry.files:
+                    raise SkillError(
+                        f"{shown(child)}: not listed in {MANIFEST_FILE} (an agent's folder is "
+                        "its filesystem root)"
+                    )
+                data = boundary.read(child, MAX_RESOURCE_BYTES, "extra file")
+                if hashlib.sha256(data).hexdigest() != entry.files[relative]:
+                    raise SkillError(
+                        f"{shown(child)}: hash differs from {MANIFEST_FILE}: edited after export"
+                    )
+                seen.add(relative)
+            except SkillError as error:
+                problems.append(str(error))
 
-def read_pack(path: Path) -> tuple[dict[str, SkillLibrary], list[str]]:
-    """Every library of the pack at `path` and every problem found (one line each)."""
     try:
-        manifest = read_manifest(path)
+        walk(folder, 0)
     except SkillError as error:
-        return {}, [str(error)]
-    problems: list[str] = []
-    libraries: dict[str, SkillLibrary] = {}
-    listed = {entry.agent for entry in manifest.agents}
-    for child in sorted(path.iterdir()):
-        if (
-            child.name != MANIFEST_FILE
-            and not child.name.startswith(".")
-            and child.name not in listed
-        ):
-            problems.append(f"{child}: not listed in {MANIFEST_FILE}")
-    for entry in manifest.agents:
-        if not AGENT_PATTERN.fullmatch(entry.agent):
-            problems.append(f"{path / MANIFEST_FILE}: invalid agent name {entry.agent!r}")
-            continue
-        folder = path / entry.agent / PACK_SKILLS_DIR
-        skills, library_problems = read_library_folder(folder)
-        problems.extend(library_problems)
-        if library_problems:
+        problems.append(str(error))
+    for missing in sorted(set(entry.files) - seen):
+        if not any(missing in line for line in problems):
+            problems.append(f"{shown(folder / missing)}: listed in {MANIFEST_FILE} but missing")
+
+
+def _pack_library(
+    boundary: Boundary, pack: Path, entry: PackAgentEntry, problems: list[str]
+) -> SkillLibrary | None:
+    folder = pack / entry.agent
+    skills_dir = folder / PACK_SKILLS_DIR
+    try:
+        if boundary.kind(folder) != "folder":
+            raise SkillError(f"{shown(folder)}: must be a folder")
+        _agent_files(boundary, folder, entry, problems)
+        if boundary.kind(skills_dir) != "folder":
+            raise SkillError(f"{shown(skills_dir)}: must be a folder")
+        children = boundary.list(skills_dir)
+    except SkillError as error:
+        problems.append(str(error))
+        return None
+    expected = {s.name: s.content_hash for s in entry.skills}
+    skills: list[Skill] = []
+    found = len(problems)
+    for child in children:
+        if child.name not in expected:
+            problems.append(f"{shown(child)}: not listed in {MANIFEST_FILE}")
             continue
         try:
-            library = SkillLibrary.build(entry.agent, skills, entry.limit, source=str(folder))
+            if boundary.kind(child) != "folder":
+                raise SkillError(f"{shown(child)}: must be a skill folder")
         except SkillError as error:
             problems.append(str(error))
             continue
-        expected = {s.name: s.content_hash for s in entry.skills}
-        actual = {s.name: s.content_hash() for s in library.skills}
-        for name in sorted(set(expected) | set(actual)):
-            if name not in actual:
-                problems.append(f"{folder}: skill {name!r} is in {MANIFEST_FILE} but missing")
-            elif name not in expected:
-                problems.append(f"{folder / name}: not listed in {MANIFEST_FILE}")
-            elif expected[name] != actual[name]:
-                problems.append(
-                    f"{folder / name}: content hash {actual[name][:12]} differs from "
-                    f"{MANIFEST_FILE} ({expected[name][:12]}): edited after export"
-                )
-        libraries[entry.agent] = library
+        scan = scan_skill_folder(child)
+        problems.extend(scan.all_problems())
+        problems.extend(f"{shown(h)}: not listed in {MANIFEST_FILE}" for h in scan.hidden)
+        if scan.skill is None:
+            continue
+        actual = scan.skill.content_hash()
+        if actual != expected[child.name]:
+            problems.append(
+                f"{shown(child)}: content hash {actual[:12]} differs from "
+                f"{MANIFEST_FILE} ({expected[child.name][:12]}): edited after export"
+            )
+        skills.append(scan.skill)
+    present = {child.name for child in children}
+    for name in sorted(set(expected) - present):
+        problems.append(f"{shown(skills_dir)}: skill {name!r} is in {MANIFEST_FILE} but missing")
+    if len(problems) > found:
+        return None
+    try:
+        library = SkillLibrary.build(entry.agent, skills, entry.limit, source=shown(skills_dir))
+    except SkillError as error:
+        problems.append(str(error))
+        return None
+    if library.content_hash() != entry.library_hash:
+        problems.append(
+            f"{shown(pack / MANIFEST_FILE)}: library_hash of {entry.agent!r} "
+            f"({entry.library_hash[:12]}) differs from its skills ({library.content_hash()[:12]})"
+        )
+        return None
+    return library
+
+
+def read_pack(path: Path) -> tuple[dict[str, SkillLibrary], list[str]]:
+    """Every library of the pack at `path` and every problem found (one line each): the
+    manifest's schema and hashes (skills and `library_hash`), unlisted entries anywhere an
+    agent can see them, and everything the skill readers check."""
+    try:
+        boundary = Boundary(path, "pack")
+        manifest = read_manifest(path, boundary)
+        entries = boundary.list(path)
+    except SkillError as error:
+        return {}, [str(error)]
+    problems: list[str] = []
+    listed = {entry.agent for entry in manifest.agents}
+    for child in entries:
+        if child.name != MANIFEST_FILE and child.name not in listed:
+            problems.append(f"{shown(child)}: not listed in {MANIFEST_FILE}")
+    libraries: dict[str, SkillLibrary] = {}
+    for entry in manifest.agents:
+        library = _pack_library(boundary, path, entry, problems)
+        if library is not None:
+            libraries[entry.agent] = library
     return libraries, problems
 
 
@@ -177,20 +222,28 @@ def import_pack(path: Path | str) -> dict[str, SkillLibrary]:
 
 def read_team_folder(path: Path) -> tuple[dict[str, SkillLibrary], list[str]]:
     """Libraries of a folder of library folders (`<path>/<agent>/<skill>/SKILL.md`)."""
-    if not path.is_dir():
-        return {}, [f"{path}: does not exist or is not a folder"]
+    try:
+        boundary = Boundary(path, "team folder")
+        entries = boundary.list(path)
+    except SkillError as error:
+        if not os.path.isdir(path):
+            return {}, [f"{shown(path)}: does not exist or is not a folder"]
+        return {}, [str(error)]
     libraries: dict[str, SkillLibrary] = {}
     problems: list[str] = []
-    for child in sorted(path.iterdir()):
+    for child in entries:
         if child.name.startswith("."):
             continue
-        if not child.is_dir() or not AGENT_PATTERN.fullmatch(child.name):
-            problems.append(f"{child}: expected a library folder named after an agent")
+        try:
+            if boundary.kind(child) != "folder" or not is_agent_name(child.name):
+                raise SkillError(f"{shown(child)}: expected a library folder named after an agent")
+        except SkillError as error:
+            problems.append(str(error))
             continue
         skills, library_problems = read_library_folder(child)
         problems.extend(library_problems)
         if not library_problems:
-            libraries[child.name] = SkillLibrary.build(child.name, skills, source=str(child))
+            libraries[child.name] = SkillLibrary.build(child.name, skills, source=shown(child))
     return libraries, problems
 
 
@@ -198,7 +251,7 @@ def load_libraries(path: Path | str) -> dict[str, SkillLibrary]:
     """Libraries by agent from a pack (with `manifest.json`) or a folder of library folders
     (`<path>/<agent>/<skill>/SKILL.md`, as in `skills/examples/hotpotqa`)."""
     path = Path(path)
-    if (path / MANIFEST_FILE).exists():
+    if os.path.lexists(path / MANIFEST_FILE):
         return import_pack(path)
     libraries, problems = read_team_folder(path)
     if problems:

@@ -27,6 +27,25 @@ def forbidden_character(text: str) -> str | None:
     return None
 
 
+def shown(value: object) -> str:
+    """`value` as text that is safe to print on a terminal and stays on one line.
+
+    Control and format characters (escape sequences, newlines, bidi overrides) are written as
+    Python escapes (`\\x1b`, `\\n`, `\\u202e`) and undecodable bytes of file names as
+    `\\xNN`, so a hostile name or description can neither drive the terminal nor hide a line.
+    """
+    out: list[str] = []
+    for char in str(value):
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that `surrogateescape` kept from a file name
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif char == " " or char.isprintable():
+            out.append(char)
+        else:
+            out.append(repr(char)[1:-1])
+    return "".join(out)
+
+
 def one_line(text: str) -> str:
     """Collapse any whitespace run (including newlines) into one space."""
     return re.sub(r"\s+", " ", text).strip()

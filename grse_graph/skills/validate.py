@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from .library import read_library_folder
-from .limits import RESOURCE_DIRS, SKILL_FILE
-from .model import Skill, read_skill_folder
-from .pack import MANIFEST_FILE, read_pack, read_team_folder
+from .limits import MAX_FOLDER_ENTRIES, RESOURCE_DIRS, SKILL_FILE
+from .manifest import MANIFEST_FILE
+from .model import Skill
+from .pack import read_pack, read_team_folder
+from .storage import read_skill_folder
+from .text import one_line, shown
 
 PathKind = Literal["skill", "library", "team", "pack", "missing"]
 
@@ -32,23 +36,36 @@ class PathReport(BaseModel):
         return sum(len(skills) for skills in self.groups.values())
 
 
+def _holds_skill(path: Path) -> bool:
+    return os.path.lexists(path / SKILL_FILE)
+
+
 def _kind(path: Path) -> PathKind:
-    if not path.exists():
+    """What `path` looks like, from names only (nothing is opened or followed out of it)."""
+    if not os.path.lexists(path):
         return "missing"
-    if path.is_file() or (path / SKILL_FILE).exists():
+    if not os.path.isdir(path) or _holds_skill(path):
         return "skill"
-    if (path / MANIFEST_FILE).exists():
+    if os.path.lexists(path / MANIFEST_FILE):
         return "pack"
-    children = [c for c in path.iterdir() if not c.name.startswith(".")]
-    if any(c.name in RESOURCE_DIRS for c in children):
-        # Resource folders without a SKILL.md: a skill folder missing its main file.
-        return "skill"
-    if any((c / SKILL_FILE).exists() for c in children):
-        return "library"
-    grandchildren_hold_skills = any(
-        (g / SKILL_FILE).exists() for c in children if c.is_dir() for g in c.iterdir()
-    )
-    if children and all(c.is_dir() for c in children) and grandchildren_hold_skills:
+    try:
+        children = [
+            path / name
+            for name in sorted(os.listdir(path))[:MAX_FOLDER_ENTRIES]
+            if not name.startswith(".")
+        ]
+        if any(c.name in RESOURCE_DIRS for c in children):
+            # Resource folders without a SKILL.md: a skill folder missing its main file.
+            return "skill"
+        if any(_holds_skill(c) for c in children):
+            return "library"
+        folders = [c for c in children if os.path.isdir(c) and not os.path.islink(c)]
+        grandchildren_hold_skills = any(
+            _holds_skill(c / name) for c in folders for name in os.listdir(c)[:MAX_FOLDER_ENTRIES]
+        )
+    except OSError:
+        return "library"  # the library reader reports the unreadable entry in one line
+    if children and len(folders) == len(children) and grandchildren_hold_skills:
         return "team"
     return "library"
 
@@ -60,9 +77,14 @@ def inspect_path(path: Path | str) -> PathReport:
     groups: dict[str, list[Skill]] = {}
     problems: list[str]
     if kind == "missing":
-        problems = [f"{path}: does not exist"]
+        problems = [f"{shown(path)}: does not exist"]
+    elif kind == "skill" and not os.path.isdir(path) and path.name != SKILL_FILE:
+        problems = [f"{shown(path)}: not a folder (expected a skill, library, team or pack)"]
     elif kind == "skill":
-        folder = path.parent if path.is_file() else path
+        folder = path if os.path.isdir(path) else path.parent
+        if folder.name in ("", ".", ".."):
+            # `validate .` inside a skill folder: the folder's own name is the one to match.
+            folder = Path(os.path.abspath(folder))
         skill, problems = read_skill_folder(folder)
         if skill is not None and not problems:
             groups[folder.name] = [skill]
@@ -72,7 +94,8 @@ def inspect_path(path: Path | str) -> PathReport:
     else:
         libraries, problems = read_pack(path) if kind == "pack" else read_team_folder(path)
         groups = {agent: list(library.skills) for agent, library in libraries.items()}
-    return PathReport(path=str(path), kind=kind, groups=groups, problems=problems)
+    safe = [shown(one_line(problem)) for problem in problems]
+    return PathReport(path=shown(path), kind=kind, groups=groups, problems=safe)
 
 
 def validate_path(path: Path | str) -> list[str]:

@@ -80,6 +80,12 @@ def _said(turn: Turn) -> str:
     return line
 
 
+def searchable_text(turn: Turn) -> str:
+    """What the grep tool searches in a turn: what was said, plus the shared image's caption."""
+    said = _one_line(turn.text)
+    return f"{said} {_one_line(turn.caption)}" if turn.caption else said
+
+
 def render_turn(turn: Turn, date_time: str) -> str:
     """`[D<session>:<turn>] (<session date>) <speaker> said, "<text>"` plus
     ` and shared <caption>` when the turn shared an image."""

@@ -1,13 +1,16 @@
 """The conversation grep tool given to the retriever agent.
 
-Query semantics (also told to the agent in the tool description):
+Query semantics (also told to the agent in the tool description), as in the GRSE paper:
 
-1. The query is a case-insensitive regular expression searched in each rendered turn line
-   (`[D<session>:<turn>] (<date>) <speaker> said, "<text>"` plus any image caption); use `a|b`
-   for alternatives. A query that is not a valid regular expression is searched as plain text.
-2. When that finds nothing and the query has keywords (words of 3+ letters that are not common
-   stop words), turns containing any keyword are returned instead, ranked by how many distinct
-   keywords they contain (ties in conversation order).
+1. The query is a case-insensitive regular expression searched in what was said in each turn:
+   its text and, for a turn that shared an image, the image caption. The dialogue id, session
+   date and speaker name are shown in the result line but are not searched, so a query on a
+   month or a speaker's name finds only turns that talk about it. Use `a|b` for alternatives.
+   A query that is not a valid regular expression is searched as plain text.
+2. When nothing matches, nothing is returned (the reply says no turn matches); there is no
+   fallback, so a retriever whose patterns are too narrow ends with no evidence.
+3. A search runs under a time budget (`REGEX_TIME_BUDGET_S` for the whole conversation):
+   a pattern the model wrote that backtracks catastrophically is stopped and reported.
 
 At most `max_results` turns are shown per call, and the reply says when results were cut.
 Each tool instance allows `max_calls` calls; later calls return a limit message. A tool is
@@ -16,82 +19,22 @@ built per rollout, so the budget is per rollout; the tool records nothing outsid
 
 from __future__ import annotations
 
-import re
+import time
 from collections.abc import Sequence
+from typing import Literal
 
+import regex
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ConfigDict, Field
 
-from grse_graph.tasks.conversation import Conversation
+from grse_graph.tasks.conversation import Conversation, searchable_text
 
 GREP_TOOL_NAME = "grep"
 MAX_QUERY_CHARS = 200
-_WORD = re.compile(r"[a-z0-9']+")
-_STOP_WORDS = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "are",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "how",
-        "did",
-        "does",
-        "do",
-        "has",
-        "have",
-        "had",
-        "with",
-        "from",
-        "that",
-        "this",
-        "these",
-        "those",
-        "you",
-        "your",
-        "his",
-        "her",
-        "hers",
-        "him",
-        "she",
-        "they",
-        "them",
-        "their",
-        "there",
-        "about",
-        "into",
-        "over",
-        "after",
-        "before",
-        "said",
-        "not",
-        "but",
-        "can",
-        "could",
-        "would",
-        "should",
-        "will",
-        "shall",
-        "been",
-        "being",
-        "its",
-        "it's",
-        "our",
-        "out",
-        "any",
-        "all",
-        "some",
-    ]
-)
+REGEX_TIME_BUDGET_S = 1.0
+"""Wall time one search may spend matching the whole conversation."""
+
+SearchMode = Literal["regex", "literal", "timeout"]
 
 
 class GrepArgs(BaseModel):
@@ -99,7 +42,7 @@ class GrepArgs(BaseModel):
 
     query: str = Field(
         description=(
-            "Case-insensitive regular expression or keywords to find in the conversation, "
+            "Case-insensitive regular expression or words to find in what was said, "
             "e.g. 'birthday|party' or 'adopt'."
         )
     )
@@ -110,74 +53,68 @@ class GrepResult(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    mode: str  # "regex", "literal" or "keywords"
+    mode: SearchMode
     total: int
     lines: tuple[str, ...]
-    keywords: tuple[str, ...] = ()
-
-
-def keywords_of(query: str) -> list[str]:
-    """Distinct keywords of a query, in order: lowercase words of 3+ characters, no stop words."""
-    seen: list[str] = []
-    for word in _WORD.findall(query.lower()):
-        word = word.strip("'")
-        if len(word) >= 3 and word not in _STOP_WORDS and word not in seen:
-            seen.append(word)
-    return seen
 
 
 class ConversationIndex:
-    """Rendered turn lines of one conversation with the search described in the module doc."""
+    """Turn lines of one conversation (shown) and their said text (searched)."""
 
-    def __init__(self, lines: Sequence[str]) -> None:
+    def __init__(self, lines: Sequence[str], texts: Sequence[str]) -> None:
+        if len(lines) != len(texts):
+            raise ValueError("every shown line needs its searchable text")
         self._lines = tuple(lines)
-        self._lower = tuple(line.lower() for line in self._lines)
+        self._texts = tuple(texts)
 
     @classmethod
     def of(cls, conversation: Conversation) -> ConversationIndex:
         """Index every turn of a conversation."""
-        return cls(conversation.rendered_turns())
+        turns = [turn for session in conversation.sessions for turn in session.turns]
+        return cls(conversation.rendered_turns(), [searchable_text(turn) for turn in turns])
 
-    def search(self, query: str, max_results: int) -> GrepResult:
-        """Run one query; at most `max_results` lines are kept, `total` counts all matches."""
+    def search(
+        self, query: str, max_results: int, time_budget_s: float = REGEX_TIME_BUDGET_S
+    ) -> GrepResult:
+        """Run one query; at most `max_results` lines are kept, `total` counts all matches.
+
+        Matching stops with mode "timeout" (and no lines) once `time_budget_s` is spent.
+        """
+        mode: SearchMode
         try:
-            pattern = re.compile(query, re.IGNORECASE)
+            pattern = regex.compile(query, regex.IGNORECASE)
             mode = "regex"
-        except re.error:
-            pattern = re.compile(re.escape(query), re.IGNORECASE)
+        except regex.error:
+            pattern = regex.compile(regex.escape(query), regex.IGNORECASE)
             mode = "literal"
-        hits = [line for line in self._lines if pattern.search(line)]
-        if hits:
-            return GrepResult(mode=mode, total=len(hits), lines=tuple(hits[:max_results]))
-        words = keywords_of(query)
-        if not words:
-            return GrepResult(mode=mode, total=0, lines=())
-        # A keyword matches at a word start, so "adopt" finds "adoption" but "art" not "party".
-        patterns = [re.compile(r"\b" + re.escape(w)) for w in words]
-        ranked: list[tuple[int, int]] = []
-        for position, lower in enumerate(self._lower):
-            found = sum(1 for p in patterns if p.search(lower))
+        deadline = time.monotonic() + time_budget_s
+        hits: list[str] = []
+        for line, text in zip(self._lines, self._texts, strict=True):
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise TimeoutError
+                found = pattern.search(text, timeout=left)
+            except TimeoutError:
+                return GrepResult(mode="timeout", total=0, lines=())
             if found:
-                ranked.append((-found, position))
-        ranked.sort()
-        lines = tuple(self._lines[position] for _, position in ranked[:max_results])
-        return GrepResult(mode="keywords", total=len(ranked), lines=lines, keywords=tuple(words))
+                hits.append(line)
+        return GrepResult(mode=mode, total=len(hits), lines=tuple(hits[:max_results]))
 
 
 def format_result(query: str, result: GrepResult, max_results: int) -> str:
     """The text the agent reads for one search."""
+    if result.mode == "timeout":
+        return (
+            f"The pattern '{query}' took too long to match and was stopped. "
+            "Use plain words or a simpler pattern."
+        )
     note = ""
-    if result.mode == "literal" or (result.mode == "keywords" and _is_bad_regex(query)):
+    if result.mode == "literal":
         note = f"'{query}' is not a valid regular expression, so it was searched as plain text. "
     if result.total == 0:
-        return f"{note}No turn matches '{query}'. Try other words or a shorter pattern."
-    if result.mode == "keywords":
-        head = (
-            f"No turn matches '{query}' as a pattern; showing turns with the most of the "
-            f"keywords {', '.join(result.keywords)}"
-        )
-    else:
-        head = f"Turns matching '{query}'"
+        return f"{note}No turn matches '{query}'."
+    head = f"Turns matching '{query}'"
     shown = len(result.lines)
     if result.total > shown:
         head += (
@@ -187,14 +124,6 @@ def format_result(query: str, result: GrepResult, max_results: int) -> str:
     else:
         head += f" ({result.total} {'match' if result.total == 1 else 'matches'})"
     return note + head + ":\n" + "\n".join(result.lines)
-
-
-def _is_bad_regex(query: str) -> bool:
-    try:
-        re.compile(query)
-    except re.error:
-        return True
-    return False
 
 
 class _CallBudget:
@@ -211,6 +140,7 @@ def make_grep_tool(
     max_calls: int = 3,
     max_results: int = 20,
     index: ConversationIndex | None = None,
+    time_budget_s: float = REGEX_TIME_BUDGET_S,
 ) -> BaseTool:
     """A fresh grep tool over one conversation with its own call budget.
 
@@ -231,15 +161,16 @@ def make_grep_tool(
             return "The query is empty. Give a word or a regular expression to search for."
         if len(query) > MAX_QUERY_CHARS:
             return f"The query is too long (over {MAX_QUERY_CHARS} characters). Use a few words."
-        result = search_index.search(query, max_results)
+        result = search_index.search(query, max_results, time_budget_s)
         left = budget.max_calls - budget.used
         calls = "call" if left == 1 else "calls"
         return format_result(query, result, max_results) + f"\n[{left} grep {calls} left]"
 
     description = (
         f"Search the conversation between {conversation.speaker_a} and {conversation.speaker_b}. "
-        "The query is a case-insensitive regular expression (use a|b for alternatives); if "
-        "nothing matches, turns with the most query keywords are returned. Each result line is "
+        "The query is a case-insensitive regular expression (use a|b for alternatives) matched "
+        "against what was said in each turn (not the date or the speaker's name); nothing is "
+        "returned when nothing matches. Each result line is "
         '[D<session>:<turn>] (<session date>) <speaker> said, "<text>". '
         f"At most {max_results} turns per call and {max_calls} calls per question."
     )

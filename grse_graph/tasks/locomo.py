@@ -7,8 +7,10 @@ validation, the rest test. Categories 1-4 are kept (5, adversarial, is excluded)
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +31,8 @@ LOCOMO_CATEGORY_NAMES: dict[int, str] = {
     3: "open-domain",
     4: "single-hop",
 }
-# The LoCoMo full-context protocol appends this to temporal (category 2) questions ...
+# The LoCoMo full-context protocol appends this to temporal (category 2) questions.
 TEMPORAL_HINT = " Use DATE of CONVERSATION to answer with an approximate date."
-# ... and asks the question after the conversation with this instruction.
-FULL_CONTEXT_QA_PROMPT = (
-    "Based on the above conversations, write a short answer for the following question in a "
-    "few words. Do not write complete and lengthy sentences. Answer with exact words from the "
-    "conversations whenever possible.\n\nQuestion: {question}"
-)
 
 
 def parse_categories(value: object, *, task_name: str) -> list[int]:
@@ -65,15 +61,38 @@ def parse_categories(value: object, *, task_name: str) -> list[int]:
     return sorted(chosen)
 
 
-def render_memory_question(question: TaskQuestion) -> str:
-    """The first agent's input: the question and who talks, never the conversation text."""
+@functools.cache
+def category_prompt(category: int) -> str:
+    """The environment's task prompt for a LoCoMo category (GRSE App. F), from
+    `grse_graph/tasks/prompts/locomo_<name>.md`."""
+    name = LOCOMO_CATEGORY_NAMES[category]
+    path = resources.files("grse_graph.tasks").joinpath("prompts", f"locomo_{name}.md")
+    return " ".join(path.read_text(encoding="utf-8").split())
+
+
+def render_memory_question(question: TaskQuestion, *, show_category: bool = True) -> str:
+    """The first agent's input: the question, its category with the category's task prompt
+    (unless `show_category` is off), who talks, and how to reach the conversation; never the
+    conversation text."""
     speakers = question.context.get("speakers") or []
     who = " and ".join(str(s) for s in speakers) if speakers else "two people"
-    return (
-        f"Question: {question.question}\n\n"
+    parts = [f"Question: {question.question}"]
+    category = question.context.get("locomo_category")
+    if show_category and category in LOCOMO_CATEGORY_NAMES:
+        parts.append(f"Category: {LOCOMO_CATEGORY_NAMES[category]}\n{category_prompt(category)}")
+    parts.append(
         f"The answer is in a long multi-session conversation between {who}. The conversation "
         "is not shown here: search it with the grep tool."
     )
+    return "\n\n".join(parts)
+
+
+def full_context_question(question: TaskQuestion) -> str:
+    """The question as the LoCoMo full-context protocol asks it: category-2 (temporal)
+    questions carry the benchmark's `TEMPORAL_HINT`."""
+    if question.context.get("locomo_category") == 2:
+        return question.question + TEMPORAL_HINT
+    return question.question
 
 
 class LocomoTask(SplitTableTask):
@@ -91,6 +110,7 @@ class LocomoTask(SplitTableTask):
         max_grep_calls: int = 3,
         max_grep_results: int = 20,
         tool_agent: str = "retriever",
+        show_category: bool = True,
     ) -> None:
         self._conversations = dict(conversations)
         self._indexes = {cid: ConversationIndex.of(c) for cid, c in self._conversations.items()}
@@ -99,6 +119,7 @@ class LocomoTask(SplitTableTask):
         self.max_grep_calls = max_grep_calls
         self.max_grep_results = max_grep_results
         self.tool_agent = tool_agent
+        self.show_category = show_category
 
     def conversation(self, question: TaskQuestion) -> Conversation:
         """The conversation a question is about."""
@@ -108,23 +129,13 @@ class LocomoTask(SplitTableTask):
         return self._conversations[cid]
 
     def render_input(self, question: TaskQuestion) -> str:
-        """Question plus speaker names; the conversation is reached through the grep tool."""
-        return render_memory_question(question)
+        """Question, category and its task prompt, speaker names; the conversation is reached
+        through the grep tool."""
+        return render_memory_question(question, show_category=self.show_category)
 
     def render_full_context(self, question: TaskQuestion) -> str:
         """The whole conversation in the LoCoMo full-context layout."""
         return self.conversation(question).render_full_context()
-
-    def full_context_question(self, question: TaskQuestion) -> str:
-        """The question as the full-context protocol asks it (temporal hint for category 2)."""
-        if locomo_category_of(question) == 2:
-            return question.question + TEMPORAL_HINT
-        return question.question
-
-    def full_context_prompt(self, question: TaskQuestion) -> str:
-        """The whole full-context baseline prompt: conversation, then the QA instruction."""
-        asked = FULL_CONTEXT_QA_PROMPT.format(question=self.full_context_question(question))
-        return f"{self.render_full_context(question)}\n\n{asked}"
 
     def agent_tools(
         self, question: TaskQuestion, agent_name: str, position: int | None = None
@@ -224,8 +235,16 @@ def load_locomo(
     max_grep_calls: int = 3,
     max_grep_results: int = 20,
     tool_agent: str = "retriever",
+    show_category: bool = True,
 ) -> LocomoTask:
-    """Load `locomo10.json` (a file path, or a directory holding it)."""
+    """Load `locomo10.json` (a file path, or a directory holding it).
+
+    `category` keeps one category (or a list; None / "mixed": all of 1-4). The conversation
+    split does not depend on it: a category's splits are the published split's conversations
+    restricted to that category, so open-domain has 2/2/5 conversations (conv-30 has no
+    open-domain question). `show_category` False hides the category and its task prompt from
+    the agents (a setting: the paper shows them).
+    """
     path = resolve_data_file(data, LOCOMO_FILE, task_name="locomo")
     raw = read_json(path, task_name="locomo")
     if not isinstance(raw, list) or not raw:
@@ -262,4 +281,5 @@ def load_locomo(
         max_grep_calls=max_grep_calls,
         max_grep_results=max_grep_results,
         tool_agent=tool_agent,
+        show_category=show_category,
     )

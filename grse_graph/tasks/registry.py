@@ -40,14 +40,23 @@ def _loader(name: str) -> Callable[..., Task]:
     return loaders[name]
 
 
-def load_task(name: str, data: Path | str | None = None, **options: Any) -> Task:
+def load_task(
+    name: str, data: Path | str | None = None, *, category: str | None = None, **options: Any
+) -> Task:
     """Load a built-in task by name.
 
     `data` is the task's data file or folder (`hotpotqa`: the distractor JSON, or None for the
     Hugging Face route; `locomo`: `locomo10.json` or its folder; `demo`: None for the bundled
-    data; `jsonl`: the JSONL file). `options` are the keyword options of the task's loader
-    (see `task_options(name)`); an unknown option is a `TaskError`.
+    data; `jsonl`: the JSONL file). `category` (the `--category` of the commands; None: all)
+    keeps the questions of one category, for tasks that have categories to choose (`locomo`:
+    multi-hop, temporal, open-domain, single-hop or mixed); another task refuses it with a
+    `TaskError`. `options` are the keyword options of the task's loader (see
+    `task_options(name)`); an unknown option is a `TaskError`.
     """
+    if category is not None:
+        if "category" not in task_options(name):
+            raise TaskError(f"task '{name}' has no categories to choose (--category {category})")
+        options = {**options, "category": category}
     loader = _loader(name)
     allowed = task_options(name)
     unknown = sorted(set(options) - set(allowed))

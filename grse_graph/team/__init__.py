@@ -16,23 +16,41 @@ from .spec import (
     default_team,
 )
 from .state import TeamState
-from .topology import TOPOLOGIES, topology_builder
+from .topology import (
+    TOPOLOGIES,
+    TOPOLOGY_NAMES,
+    AgentNodeFactory,
+    DelegatingTopology,
+    Delegation,
+    OpeningTurn,
+    SequentialTopology,
+    TeamTopology,
+    TopologyRegistry,
+)
 
 __all__ = [
     "FIRST_AGENT",
     "SECOND_AGENT",
     "TOPOLOGIES",
+    "TOPOLOGY_NAMES",
+    "AgentNodeFactory",
     "AgentSpec",
+    "DelegatingTopology",
+    "Delegation",
+    "OpeningTurn",
     "PresampledReply",
     "QuestionKind",
     "Rollout",
+    "SequentialTopology",
     "SkillMode",
     "Step",
     "StepUsage",
     "TeamSpec",
     "TeamState",
+    "TeamTopology",
     "ToolCallRecord",
     "Topology",
+    "TopologyRegistry",
     "build_team_graph",
     "compose_input",
     "default_team",
@@ -41,5 +59,4 @@ __all__ = [
     "question_kind",
     "run_rollout",
     "sample_openings",
-    "topology_builder",
 ]

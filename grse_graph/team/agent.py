@@ -14,8 +14,6 @@ from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict
 
-from grse_graph.skills.render import SKILL_TOOL_NAME
-
 from .rollout import Step, StepUsage, ToolCallRecord
 
 
@@ -116,7 +114,7 @@ async def _execute(
     return ToolCallRecord(name=tool.name, arguments=args, result=_render_result(result))
 
 
-def _replayable(reply: AIMessage) -> AIMessage:
+def replayable(reply: AIMessage) -> AIMessage:
     """The tool-calling reply as it is sent back in the history.
 
     langchain-openai sends an empty content as `null` next to tool calls, which
@@ -247,10 +245,10 @@ async def run_agent_turn(
             reply = await meter.call(bound, messages, config)
         if not reply.tool_calls or not with_tools:
             break
-        messages.append(_replayable(reply))
+        messages.append(replayable(reply))
         for call in reply.tool_calls:
             name, args, call_id = call["name"], dict(call.get("args") or {}), call.get("id") or ""
-            if name == SKILL_TOOL_NAME and turn.skill_tool is not None:
+            if turn.skill_tool is not None and name == turn.skill_tool.name:
                 if skill_loads >= turn.max_skill_loads:
                     record = ToolCallRecord(
                         name=name, arguments=args, error="skill load limit reached"

@@ -1,24 +1,40 @@
-"""Compile a `TeamSpec` into a LangGraph graph whose nodes are the agents of the team."""
+"""Compile a `TeamSpec` into a LangGraph graph whose nodes are the agents of the team.
+
+Node behaviour lives here and is the same for every topology: an agent turn is built from the
+spec (`agent_turn_input`), run (`run_agent_turn`) and recorded as a `Step` with the skills it
+loaded; a main agent's turn additionally carries one delegation tool per sub-agent, and every
+delegated call is recorded as a step of that sub-agent before the main agent's own step.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 
 from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
-from grse_graph.skills import SkillUseRecorder, make_skill_tool, render_index, render_inline
+from grse_graph.skills import SkillUseRecorder
 from grse_graph.tasks.base import Task, TaskQuestion
 
-from .agent import SKILL_TOOL_NAME, AgentTurnInput, run_agent_turn
+from .agent import AgentTurnInput, PresampledReply, run_agent_turn
 from .answer import extract_answer
+from .delegation import (
+    DelegateRunner,
+    Exchange,
+    compose_request,
+    delegation_note,
+    main_agent_input,
+    make_delegate_tool,
+)
+from .disclosure import SKILL_TOOL_NAMES, disclose
 from .rollout import Step
 from .spec import AgentSpec, QuestionKind, TeamSpec
 from .state import TeamState
-from .topology import AgentNode, AgentNodeFactory, topology_builder
+from .topology import AgentNode, Delegation
 
 
 def input_ref(question: TaskQuestion) -> str:
@@ -34,21 +50,29 @@ def question_kind(task: Task, question: TaskQuestion, first_agent: AgentSpec) ->
     return task.kind
 
 
+def step_sections(step: Step, *, with_tool_results: bool) -> list[str]:
+    """How another agent reads a step: its response, preceded by its task-tool results when
+    `with_tool_results`."""
+    sections: list[str] = []
+    if with_tool_results:
+        results = [
+            f"{call.name}({', '.join(f'{k}={v!r}' for k, v in call.arguments.items())}):\n"
+            + (call.result if call.error is None else f"Error: {call.error}")
+            for call in step.tool_calls
+            if call.name not in SKILL_TOOL_NAMES
+        ]
+        if results:
+            sections.append(f"## Tool results of {step.agent}\n" + "\n\n".join(results))
+    sections.append(f"## Response of {step.agent}\n{step.output}")
+    return sections
+
+
 def compose_input(task_input: str, previous: Sequence[Step], agent: AgentSpec) -> str:
     """The user message of an agent: the task input, then each earlier agent's response
     (preceded by its task-tool results when `agent.sees_tool_results`)."""
     parts = [task_input]
     for step in previous:
-        if agent.sees_tool_results:
-            results = [
-                f"{call.name}({', '.join(f'{k}={v!r}' for k, v in call.arguments.items())}):\n"
-                + (call.result if call.error is None else f"Error: {call.error}")
-                for call in step.tool_calls
-                if call.name != SKILL_TOOL_NAME
-            ]
-            if results:
-                parts.append(f"## Tool results of {step.agent}\n" + "\n\n".join(results))
-        parts.append(f"## Response of {step.agent}\n{step.output}")
+        parts.extend(step_sections(step, with_tool_results=agent.sees_tool_results))
     return "\n\n".join(parts)
 
 
@@ -73,76 +97,202 @@ def agent_turn_input(
     previous: Sequence[Step],
 ) -> tuple[AgentTurnInput, SkillUseRecorder | None]:
     """One agent's turn on a question after the `previous` steps, and the recorder of its skill
-    loads (tool mode with a non-empty library only)."""
-    role = agent.role_for(kind)
-    library = agent.library
-    skill_names = tuple(library.names())
-    recorder: SkillUseRecorder | None = None
-    skill_tool = None
-    if agent.skill_mode == "tool" and skill_names:
-        recorder = SkillUseRecorder()
-        skill_tool = make_skill_tool(library, recorder)
-        system_prompt = render_index(role, library)
-    else:
-        system_prompt = render_inline(role, library)
+    loads (tool and path modes with a non-empty library only)."""
+    disclosure = disclose(agent.skill_mode, agent.role_for(kind), agent.library)
     task_input = task.render_input(question)
     user_input = compose_input(task_input, previous, agent)
     turn = AgentTurnInput(
         index=len(previous),
         agent=agent.name,
-        system_prompt=system_prompt,
+        system_prompt=disclosure.system_prompt,
         user_input=user_input,
         input_ref=input_ref(question) if task_input in user_input else None,
         task_tools=_agent_tools(task, question, agent, position),
-        skill_tool=skill_tool,
+        skill_tool=disclosure.tool,
         max_tool_calls=agent.max_tool_calls,
-        max_skill_loads=len(skill_names) if skill_tool is not None else 0,
+        max_skill_loads=disclosure.max_loads,
         force_first_tool=agent.force_first_tool,
-        skills_present=skill_names,
+        skills_present=tuple(agent.library.names()),
+    )
+    return turn, disclosure.recorder
+
+
+def main_turn_input(
+    task: Task,
+    question: TaskQuestion,
+    agent: AgentSpec,
+    position: int,
+    kind: QuestionKind,
+    delegation: Delegation,
+    delegates: Sequence[BaseTool],
+) -> tuple[AgentTurnInput, SkillUseRecorder | None]:
+    """A main agent's turn: the question only, its delegation tools first (sharing its tool
+    budget with its own task tools), and the delegation note after its role and skills."""
+    turn, recorder = agent_turn_input(task, question, agent, position, kind, ())
+    turn = turn.model_copy(
+        update={
+            "system_prompt": f"{turn.system_prompt}\n\n{delegation_note(delegation)}",
+            "user_input": main_agent_input(question),
+            "input_ref": None,
+            "task_tools": (*delegates, *turn.task_tools),
+            "max_tool_calls": turn.max_tool_calls + delegation.max_calls,
+            "force_first_tool": delegation.force_first or turn.force_first_tool,
+        }
     )
     return turn, recorder
 
 
-def first_turn_input(spec: TeamSpec, task: Task, question: TaskQuestion) -> AgentTurnInput:
-    """The first agent's turn on a question: the same for every rollout of a group."""
-    first = spec.agents[0]
-    kind = question_kind(task, question, first)
-    return agent_turn_input(task, question, first, 0, kind, ())[0]
+def _never_called(agent: str) -> DelegateRunner:
+    async def run(request: str) -> str:
+        raise RuntimeError(f"the opening turn cannot delegate to {agent}")
+
+    return run
 
 
-def _node_factory(
-    spec: TeamSpec,
-    task: Task,
-    provider: ChatModelProvider,
-    sampling: SamplingSettings,
-    max_tokens: int | None,
-) -> AgentNodeFactory:
-    first = spec.agents[0]
+def first_turn_input(spec: TeamSpec, task: Task, question: TaskQuestion) -> AgentTurnInput | None:
+    """The turn that opens every rollout of a question with the same prompt (the topology's
+    `opening`), or None when the topology has none."""
+    opening = spec.opening_turn()
+    if opening is None:
+        return None
+    agent = spec.agent(opening.agent)
+    position = spec.agent_names.index(agent.name)
+    kind = question_kind(task, question, spec.agents[0])
+    if opening.delegation is None:
+        return agent_turn_input(task, question, agent, position, kind, ())[0]
+    # Only the tools' schemas reach the model here: the opening call is sampled, not executed.
+    delegates = [make_delegate_tool(a, _never_called(a)) for a in opening.delegation.sub_agents]
+    return main_turn_input(task, question, agent, position, kind, opening.delegation, delegates)[0]
 
-    def make_node(agent: AgentSpec, position: int, *, final: bool) -> AgentNode:
+
+async def run_recorded_turn(
+    model: BaseChatModel,
+    turn: AgentTurnInput,
+    recorder: SkillUseRecorder | None,
+    config: RunnableConfig,
+    opening: PresampledReply | None = None,
+) -> Step:
+    """Run one agent turn and record the skills it loaded."""
+    step = await run_agent_turn(model, turn, config, first_reply=opening)
+    if recorder is None:
+        return step
+    # Inline skills cannot be attributed reliably from the text, so only tool-mode loads count
+    # as invocations.
+    return step.model_copy(update={"skills_invoked": recorder.skills_used()})
+
+
+class AgentNodes:
+    """The node factory of one team graph: every agent turn calls the provider's "actor" role
+    with the team graph's sampling and generation cap."""
+
+    def __init__(
+        self,
+        spec: TeamSpec,
+        task: Task,
+        provider: ChatModelProvider,
+        sampling: SamplingSettings,
+        max_tokens: int | None,
+    ) -> None:
+        self.spec = spec
+        self._task = task
+        self._provider = provider
+        self._sampling = sampling
+        self._max_tokens = max_tokens
+        opening = spec.opening_turn()
+        self._opening_agent = opening.agent if opening is not None else None
+
+    @property
+    def task(self) -> Task:
+        """The task the team runs on."""
+        return self._task
+
+    def actor_model(self) -> BaseChatModel:
+        """The model every agent turn of this graph calls."""
+        return self._provider.chat("actor", sampling=self._sampling, max_tokens=self._max_tokens)
+
+    def __call__(
+        self, agent: AgentSpec, position: int, *, final: bool, delegation: Delegation | None = None
+    ) -> AgentNode:
+        spec, task = self.spec, self._task
+        first = spec.agents[0]
+
         async def node(state: TeamState, config: RunnableConfig) -> dict[str, Any]:
             question = state.question
             kind = state.kind or question_kind(task, question, first)
-            turn, recorder = agent_turn_input(task, question, agent, position, kind, state.steps)
-            model = provider.chat("actor", sampling=sampling, max_tokens=max_tokens)
-            opening = state.opening if not state.steps and agent.name == first.name else None
-            step = await run_agent_turn(model, turn, config, first_reply=opening)
-            if recorder is not None:
-                # Inline skills cannot be attributed reliably from the text, so only tool-mode
-                # loads count as invocations.
-                step = step.model_copy(update={"skills_invoked": recorder.skills_used()})
+            model = self.actor_model()
+            fresh = not state.steps and agent.name == self._opening_agent
+            opening = state.opening if fresh else None
+            if delegation is None:
+                turn, recorder = agent_turn_input(
+                    task, question, agent, position, kind, state.steps
+                )
+                steps = [await run_recorded_turn(model, turn, recorder, config, opening)]
+            else:
+                steps = await _delegating_turn(
+                    spec,
+                    task,
+                    question,
+                    kind,
+                    (agent, position),
+                    delegation,
+                    model,
+                    config,
+                    opening,
+                )
+            first_index = len(state.steps)
+            steps = [s.model_copy(update={"index": first_index + i}) for i, s in enumerate(steps)]
             update: dict[str, Any] = {
                 "kind": kind,
-                "outputs": {agent.name: step.output},
-                "steps": [step],
+                "outputs": {step.agent: step.output for step in steps},
+                "steps": steps,
             }
             if final:
-                update["answer"] = extract_answer(step.output)
+                update["answer"] = extract_answer(steps[-1].output)
             return update
 
         return node
 
-    return make_node
+
+async def _delegating_turn(
+    spec: TeamSpec,
+    task: Task,
+    question: TaskQuestion,
+    kind: QuestionKind,
+    main: tuple[AgentSpec, int],
+    delegation: Delegation,
+    model: BaseChatModel,
+    config: RunnableConfig,
+    opening: PresampledReply | None,
+) -> list[Step]:
+    """The main agent's turn with its sub-agent calls: the sub-agents' steps in call order, then
+    the main agent's step."""
+    main_agent, main_position = main
+    sub_steps: list[Step] = []
+    exchanges: list[Exchange] = []
+
+    def runner(name: str) -> DelegateRunner:
+        sub = spec.agent(name)
+        position = spec.agent_names.index(name)
+
+        async def run(request: str) -> str:
+            turn, recorder = agent_turn_input(task, question, sub, position, kind, ())
+            earlier = exchanges if delegation.history else ()
+            user_input = compose_request(turn.user_input, main_agent.name, request, earlier)
+            turn = turn.model_copy(update={"user_input": user_input})
+            step = await run_recorded_turn(model, turn, recorder, config)
+            sub_steps.append(step)
+            exchanges.append(Exchange(agent=name, request=request, response=step.output))
+            sections = step_sections(step, with_tool_results=main_agent.sees_tool_results)
+            return "\n\n".join(sections)
+
+        return run
+
+    delegates = [make_delegate_tool(name, runner(name)) for name in delegation.sub_agents]
+    turn, recorder = main_turn_input(
+        task, question, main_agent, main_position, kind, delegation, delegates
+    )
+    main_step = await run_recorded_turn(model, turn, recorder, config, opening)
+    return [*sub_steps, main_step]
 
 
 def build_team_graph(
@@ -153,14 +303,14 @@ def build_team_graph(
     sampling: SamplingSettings,
     max_tokens: int | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """The compiled team graph (no checkpointer) for one task.
+    """The compiled team graph (no checkpointer) for one task, wired by the team's topology.
 
     Input: `{"question": TaskQuestion}` (a dict in TaskQuestion's shape is accepted; an
-    optional `opening` presampled reply replaces the first agent's first model call). Output:
-    the final `TeamState` values: per-agent `outputs`, recorded `steps` and the `answer`.
-    Every agent calls the provider's "actor" role with `sampling`; `max_tokens` overrides the
-    role's generation cap.
+    optional `opening` presampled reply replaces the first model call of the topology's opening
+    turn). Output: the final `TeamState` values: per-agent `outputs`, recorded `steps` and the
+    `answer`. Every agent calls the provider's "actor" role with `sampling`; `max_tokens`
+    overrides the role's generation cap.
     """
-    builder = topology_builder(spec.topology)
-    graph = builder(spec, _node_factory(spec, task, provider, sampling, max_tokens))
+    topology = spec.topologies.resolve(spec.topology)
+    graph = topology.build(spec, AgentNodes(spec, task, provider, sampling, max_tokens))
     return graph.compile(name="team")

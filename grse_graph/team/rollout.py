@@ -55,6 +55,9 @@ class Rollout(BaseModel):
     reward: float = 0.0
     metrics: dict[str, float] = Field(default_factory=dict)
     error: str | None = None
+    # Where the execution is in LangSmith (`grse_graph.tracing`); None in older records.
+    trace_id: str | None = None
+    run_id: str | None = None
 
     @property
     def failed(self) -> bool:

@@ -8,6 +8,7 @@ from langchain_core.runnables import RunnableConfig
 
 from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
 from grse_graph.tasks.base import Task, TaskQuestion
+from grse_graph.tracing import traced_config
 
 from .agent import PresampledReply, sample_first_replies
 from .graph import build_team_graph, first_turn_input
@@ -31,13 +32,16 @@ async def run_rollout(
     metadata: dict[str, Any] | None = None,
     max_tokens: int | None = None,
     opening: PresampledReply | None = None,
+    parent: RunnableConfig | None = None,
 ) -> Rollout:
     """Execute the team once from a fresh state and score its answer with `task.score`.
 
     The rollout and question ids (and `metadata`) go into the run config metadata so a LangSmith
     trace can be found from the rollout. The seed recorded is `sampling.seed`. `opening`
     replaces the first agent's first model call (see `sample_openings`). Model and HTTP errors
-    propagate; callers decide whether to retry or record the failure.
+    propagate; callers decide whether to retry or record the failure. `parent` (a node's
+    config) nests the team's run in the caller's trace (only its callbacks are taken); the
+    rollout records its `trace_id` and `run_id` (`grse_graph.tracing`).
     """
     graph = build_team_graph(spec, task, provider, sampling=sampling, max_tokens=max_tokens)
     config: RunnableConfig = {
@@ -52,6 +56,7 @@ async def run_rollout(
         "tags": ["grse-team"],
         "recursion_limit": _RECURSION_PER_AGENT * len(spec.agents) + 5,
     }
+    config, trace = traced_config(config, parent)
     result = await graph.ainvoke(TeamState(question=question, opening=opening), config=config)
     steps = [s if isinstance(s, Step) else Step.model_validate(s) for s in result["steps"]]
     answer = str(result["answer"])
@@ -65,6 +70,8 @@ async def run_rollout(
         answer=answer,
         reward=scored.reward,
         metrics=scored.metrics,
+        trace_id=trace.trace_id,
+        run_id=trace.run_id,
     )
 
 
@@ -78,14 +85,20 @@ async def sample_openings(
     n: int,
     metadata: dict[str, Any] | None = None,
     max_tokens: int | None = None,
+    parent: RunnableConfig | None = None,
 ) -> list[PresampledReply]:
-    """The first agent's first reply for `n` rollouts of `question`, from one call with `n`
+    """The opening turn's first reply for `n` rollouts of `question`, from one call with `n`
     choices (the group's shared prompt is computed once). A server that ignores `n` returns
-    fewer replies; the rollouts without one make their own call."""
+    fewer replies, and a topology without an opening turn (a graph of your own) none; the
+    rollouts without one make their own call."""
+    turn = first_turn_input(spec, task, question)
+    if turn is None:
+        return []
     model = provider.chat("actor", sampling=sampling, max_tokens=max_tokens)
     config: RunnableConfig = {
         "run_name": f"opening:{question.id}",
         "metadata": {**(metadata or {}), "question_id": question.id, "task": task.name},
         "tags": ["grse-team"],
     }
-    return await sample_first_replies(model, first_turn_input(spec, task, question), n, config)
+    config, _ = traced_config(config, parent)  # nested in the caller's trace, like run_rollout
+    return await sample_first_replies(model, turn, n, config)

@@ -7,7 +7,7 @@ A `TeamSpec` is data; `grse_graph.team.graph.build_team_graph` compiles it into 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -15,13 +15,24 @@ from grse_graph.errors import ConfigError
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import Task
 
+from .kinds import QuestionKind, SkillMode
 from .prompts import load_prompt
+from .topology import TOPOLOGIES, OpeningTurn, TopologyRegistry
 
-SkillMode = Literal["inline", "tool"]
-QuestionKind = Literal["passages", "conversation"]
-# A discriminator: new topologies ("supervisor", "peers") add a literal and a builder in
-# `grse_graph.team.topology`, nothing else.
-Topology = Literal["sequential"]
+# A topology name, resolved in the team's `topologies` registry (built-in: sequential,
+# centralized, hybrid; see `grse_graph.team.topology`).
+Topology = str
+
+__all__ = [
+    "FIRST_AGENT",
+    "SECOND_AGENT",
+    "AgentSpec",
+    "QuestionKind",
+    "SkillMode",
+    "TeamSpec",
+    "Topology",
+    "default_team",
+]
 
 
 class AgentSpec(BaseModel):
@@ -34,9 +45,12 @@ class AgentSpec(BaseModel):
     the first task tool (retrievers must search before they can say anything useful, and small
     models do not call tools reliably on their own). `sees_tool_results` passes the tool results
     of earlier agents into this agent's input, so a reasoner reads the retrieved turns verbatim.
+
+    An unknown argument is an error, never dropped: a team of your own `create_agent` agents is
+    built with `grse_graph.integrations.graph_team`, not with an `agent=` here.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
     role: str
@@ -48,18 +62,42 @@ class AgentSpec(BaseModel):
     force_first_tool: bool = False
     sees_tool_results: bool = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_runnable_agent(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "agent" in data:
+            raise ValueError(
+                "AgentSpec takes no `agent`: to train your own agents, give each one a "
+                "SkillLibraryMiddleware and wrap your graph with "
+                "grse_graph.integrations.graph_team(graph, [middleware, ...])"
+            )
+        return data
+
     def role_for(self, kind: QuestionKind) -> str:
         """The role prompt for a question of this kind."""
         return self.role_by_kind.get(kind, self.role)
 
 
 class TeamSpec(BaseModel):
-    """Agents and how they are connected. For `sequential`, the last agent gives the answer."""
+    """Agents and how they are connected.
 
-    model_config = ConfigDict(frozen=True)
+    `topology` names an entry of `topologies` (the built-in registry unless you pass one
+    extended with `TOPOLOGIES.with_topology(...)`). In every built-in topology the last agent
+    gives the answer.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     agents: tuple[AgentSpec, ...] = Field(min_length=1)
     topology: Topology = "sequential"
+    topologies: TopologyRegistry = Field(default=TOPOLOGIES, exclude=True, repr=False)
+
+    @model_validator(mode="after")
+    def _known_topology(self) -> TeamSpec:
+        if self.topology not in self.topologies:
+            known = ", ".join(sorted(self.topologies))
+            raise ValueError(f"unknown team topology {self.topology!r} (known: {known})")
+        return self
 
     @model_validator(mode="after")
     def _unique_names(self) -> TeamSpec:
@@ -101,6 +139,16 @@ class TeamSpec(BaseModel):
         agents = tuple(a.model_copy(update={"skill_mode": mode}) for a in self.agents)
         return self.model_copy(update={"agents": agents})
 
+    def opening_turn(self) -> OpeningTurn | None:
+        """The turn whose first model call every rollout of a question shares (None: the
+        topology has none, e.g. a graph of your own; then there is nothing to presample)."""
+        return self.topologies.resolve(self.topology).opening(self)
+
+    def with_topology(self, topology: Topology) -> TeamSpec:
+        """A copy of the team connected by another topology of its registry."""
+        self.topologies.resolve(topology)
+        return self.model_copy(update={"topology": topology})
+
     def libraries(self) -> dict[str, SkillLibrary]:
         """Each agent's current skill library, by agent name."""
         return {a.name: a.library for a in self.agents}
@@ -119,13 +167,17 @@ def default_team(
     task: Task,
     libraries: Mapping[str, SkillLibrary] | None = None,
     skill_mode: SkillMode = "inline",
+    topology: Topology = "sequential",
 ) -> TeamSpec:
-    """The paper's two-agent sequential team for a task (GUIDE §4).
+    """The paper's two-agent team for a task (GUIDE §4), sequential unless another built-in
+    `topology` is named (centralized / hybrid: the reasoner is the main agent and asks the
+    retriever through a tool).
 
     Passage tasks (HotpotQA): the first agent reasons over the passages and extracts the evidence
     and bridge entity; the second sees the input and that response and writes the short answer.
     Conversation tasks (LoCoMo): the first agent retrieves evidence with the task's search tool
-    (at most 3 calls, the first one forced); the second answers from the retrieved evidence only.
+    (at most 3 calls, the first one forced); the second answers from the retriever's hand-off
+    only (it does not see the raw search results).
     Mixed tasks get both role texts and choose per question by whether the task gives the first
     agent tools. Agents without a library in `libraries` start empty.
     """
@@ -164,6 +216,12 @@ def default_team(
         skill_mode=skill_mode,
         tools=(),
         max_tool_calls=0,
-        sees_tool_results=kind != "passages",
+        # The reasoner answers from the retriever's hand-off only, not from raw search results
+        # (protocol issue 9 item 6).
+        sees_tool_results=False,
     )
-    return TeamSpec(agents=(first, second))
+    if topology not in TOPOLOGIES:
+        raise ConfigError(
+            f"unknown team topology {topology!r} (known: {', '.join(sorted(TOPOLOGIES))})"
+        )
+    return TeamSpec(agents=(first, second), topology=topology)

@@ -10,8 +10,8 @@ from pydantic import BaseModel, Field
 from grse_graph.tasks.base import TaskQuestion
 
 from .agent import PresampledReply
+from .kinds import QuestionKind
 from .rollout import Step
-from .spec import QuestionKind
 
 
 def merge_outputs(left: dict[str, str], right: dict[str, str]) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""GRSE training: the loop as a resumable LangGraph StateGraph, its run folder and its report.
+"""Training: the loop as a resumable LangGraph StateGraph (any credit method), its run folder and
+its report.
 
 `build_training_graph(TrainingDeps(...))` returns the uncompiled loop; `compile_training_graph`
 compiles it (with or without a checkpointer); `run_training` runs it with SQLite checkpoints in
@@ -6,19 +7,14 @@ the run folder, resuming and answering review interrupts. `RunFolder` reads ever
 """
 
 from .config import TrainConfig
-from .graph import (
-    TrainingDeps,
-    TrainingState,
-    build_training_graph,
-    compile_training_graph,
-    training_run_config,
-)
+from .context import TrainingContext, TrainingDeps
+from .graph import build_training_graph, compile_training_graph, training_run_config
 from .progress import ProgressEvent
 from .records import (
     AggregateRecord,
     CandidateRecord,
-    CritiqueRecord,
     GateRecord,
+    MethodStateRecord,
     OperatorLine,
     ReviewRecord,
     RolloutRecord,
@@ -28,12 +24,13 @@ from .report import write_report
 from .review import ReviewAnswer, ReviewRequest
 from .run_folder import RunFolder
 from .runner import TrainResult, run_training
+from .state import TrainingState
 
 __all__ = [
     "AggregateRecord",
     "CandidateRecord",
-    "CritiqueRecord",
     "GateRecord",
+    "MethodStateRecord",
     "OperatorLine",
     "ProgressEvent",
     "ReviewAnswer",
@@ -43,6 +40,7 @@ __all__ = [
     "RunFolder",
     "TrainConfig",
     "TrainResult",
+    "TrainingContext",
     "TrainingDeps",
     "TrainingState",
     "ValidationRecord",

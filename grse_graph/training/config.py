@@ -1,46 +1,66 @@
-"""Every number of a GRSE training run, with the paper's defaults (GUIDE §3)."""
+"""Every number of a training run, with the paper's defaults (GUIDE §3).
+
+The loop-level settings (iterations, batch, validation and gate, library limit, schedule,
+decoding, concurrency) are shared by every method, so a comparison of methods differs only in
+the `method` section, which holds the method's own knobs (`grse_graph.methods.registry`).
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from grse_graph.llm.provider import SamplingSettings
-from grse_graph.methods.grse.payload import PayloadLimits
+from grse_graph.methods.grse.method import GrseSettings
 from grse_graph.methods.operators import OperatorSchedule
+from grse_graph.methods.registry import MethodSection
+
+LEGACY_METHOD_FIELDS: tuple[str, ...] = (
+    "group_size",
+    "eps",
+    "dapo_filter",
+    "structured",
+    "with_labels",
+    "critic_max_tokens",
+    "payload_limits",
+)
+"""Method knobs a flat config (config.json before the method section, a flat TOML table, the
+CLI flags) gives at the top level; they are moved into the `method` section."""
 
 
 class TrainConfig(BaseModel):
     """Settings of one training run. Written to RUN/config.json and read back on resume.
 
-    Defaults are the paper's: T = 5 iterations, G = 4 rollouts per question, 24 training
-    questions per iteration (LoCoMo), tolerance delta = 0.02, library limit L = 4, training
-    sampling temperature 1.0 / top-p 0.95 / top-k 20, greedy validation, critic cap 4,000 tokens.
+    Defaults are the paper's: T = 5 iterations, 24 training questions per iteration (LoCoMo),
+    tolerance delta = 0.02, library limit L = 4, training sampling temperature 1.0 / top-p 0.95
+    / top-k 20, greedy validation; the method section defaults to GRSE (G = 4).
     `schedule` None means the task's paper schedule (`OperatorSchedule.for_task`).
-    `validation_size` None means the whole validation split.
+    `validation_size` None means the whole validation split. `category` restricts a task to
+    one question category (LoCoMo per-category runs); `init_libraries` maps agents to library
+    folders the run starts from (empty: every agent starts without skills).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     task: str
     data: str | None = None
-    method: Literal["grse"] = "grse"
+    category: str | None = None
+    init_libraries: dict[str, str] = Field(default_factory=dict)
+    method: MethodSection = Field(default_factory=GrseSettings)
     iterations: int = Field(default=5, ge=1)
-    group_size: int = Field(default=4, ge=1)
     batch_size: int = Field(default=24, ge=1)
     validation_size: int | None = Field(default=None, ge=1)
     validation_repeats: int = Field(default=1, ge=1)
     delta: float = Field(default=0.02, ge=0.0)
     library_limit: int = Field(default=4, ge=1)
     schedule: OperatorSchedule | None = None
-    eps: float = Field(default=1e-6, gt=0.0)
-    dapo_filter: bool = False
-    structured: bool = True
-    with_labels: bool = False
     review: bool = False
     seed: int = 0
     skill_mode: Literal["inline", "tool"] = "inline"
+    topology: str = Field(
+        default="sequential", description="team topology of the default team (team.TOPOLOGIES)"
+    )
     concurrency: int = Field(default=4, ge=1)
     first_agent_n: bool = Field(
         default=True,
@@ -49,10 +69,6 @@ class TrainConfig(BaseModel):
     max_attempts: int = Field(
         default=2, ge=1, description="tries per rollout/critic/validation unit on transient errors"
     )
-    critic_max_tokens: int | None = Field(
-        default=None, ge=1, description="critic cap; None: the critic role's (paper: 4,000)"
-    )
-    payload_limits: PayloadLimits = Field(default_factory=PayloadLimits)
     actor_max_tokens: int | None = Field(
         default=None, ge=1, description="cap per agent call; None: the actor role's (paper: 4,096)"
     )
@@ -60,6 +76,25 @@ class TrainConfig(BaseModel):
         default_factory=lambda: SamplingSettings.training(top_k=20)
     )
     validation_sampling: SamplingSettings = Field(default_factory=SamplingSettings.greedy)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _method_section(cls, data: Any) -> Any:
+        # Flat configs (every config.json written before the method section existed) name the
+        # method as a string and keep its knobs at the top level; both move into the section.
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        section = data.get("method", "grse")
+        flat = {k: data.pop(k) for k in LEGACY_METHOD_FIELDS if k in data}
+        if isinstance(section, str):
+            section = {"name": section}
+        if flat:
+            if isinstance(section, BaseModel):
+                section = section.model_dump()
+            section = {**section, **flat}
+        data["method"] = section
+        return data
 
     @model_validator(mode="after")
     def _sampling_has_no_fixed_seed(self) -> TrainConfig:

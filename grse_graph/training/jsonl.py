@@ -39,8 +39,8 @@ class JsonlStore(Generic[R]):
         """Every finished record in file order (a partial last line is skipped)."""
         if not self.path.exists():
             return []
-        text = self.path.read_bytes().decode("utf-8")
-        lines = text.split("\n")
+        # Split the bytes, not decoded text: a crash may cut the last line inside a character.
+        lines = self.path.read_bytes().split(b"\n")
         # The last element is "" when the file ends with a newline, else an unfinished record.
         records: list[R] = []
         for number, line in enumerate(lines[:-1], start=1):

@@ -50,6 +50,7 @@ class GroupOpenings:
 
     async def _sample_once(self, unit_id: str, sample: Sampler) -> OpeningRecord:
         future = self._pending.get(unit_id)
+        owner = future is None  # only the caller that started the call records it
         if future is None:
             future = asyncio.ensure_future(sample())
             self._pending[unit_id] = future
@@ -60,8 +61,9 @@ class GroupOpenings:
             if self._pending.get(unit_id) is future and future.done():
                 del self._pending[unit_id]
             raise
-        if self._store.get(unit_id) is None:
-            self._store.append(record)
+        if owner and self._store.get(unit_id) is None:
+            # Written off the event loop (a graph server refuses blocking file I/O on it).
+            await asyncio.to_thread(self._store.append, record)
             if len(record.replies) < record.requested and not self.n_ignored:
                 self.n_ignored = True
                 logger.warning(

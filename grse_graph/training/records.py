@@ -1,17 +1,18 @@
-"""The pydantic records a training run writes to its run folder (one JSONL line each)."""
+"""The pydantic records a training run writes to its run folder (one JSONL line each).
+
+Credit records are typed by the method that wrote them (`grse_graph.methods.base.CreditRecord`
+and its subclasses, e.g. GRSE's `CritiqueRecord`); the rest are the same for every method.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from grse_graph.methods.grse.schema import (
-    AggregationResult,
-    CritiqueResult,
-    GateDecision,
-    OperatorRecord,
-)
+from grse_graph.methods.gate import GateDecision
+from grse_graph.methods.operators.schema import OperatorRecord
+from grse_graph.methods.plan import AggregationResult
 from grse_graph.team.agent import PresampledReply
 from grse_graph.team.rollout import Rollout
 
@@ -41,27 +42,9 @@ class OpeningRecord(BaseModel):
     replies: list[PresampledReply]
 
 
-class CritiqueRecord(BaseModel):
-    """One question's group: rewards, advantages and the critic's checked output.
-
-    `result` is None when the group was not sent to the critic (`kept` False: DAPO filter) or
-    when the critic's output could not be parsed even after its repair round (`error` says why;
-    the question then contributes no evidence, and the report counts it).
-    """
-
-    iteration: int
-    unit_id: str
-    question_id: str
-    rollout_ids: list[str]
-    rewards: list[float]
-    advantages: list[float]
-    kept: bool
-    result: CritiqueResult | None = None
-    error: str | None = None
-
-
 class AggregateRecord(BaseModel):
-    """The aggregation of one iteration's critiques into edit directions and patterns."""
+    """The plan of one iteration: its credit records aggregated into edit directions and
+    induction evidence."""
 
     iteration: int
     result: AggregationResult
@@ -118,3 +101,11 @@ class GateRecord(BaseModel):
     libraries_after: dict[str, str]
     skills_after: dict[str, list[str]]
     library_paths: dict[str, str]
+
+
+class MethodStateRecord(BaseModel):
+    """A method's state after iteration `iteration` (only methods with a `state_type`)."""
+
+    iteration: int
+    method: str
+    state: dict[str, Any]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,8 @@ matplotlib.use("Agg")  # files only; never a display
 
 import matplotlib.pyplot as plt
 
-from grse_graph.methods.grse.schema import DiagnosisCounts
+from grse_graph.methods.base import CreditMethod
+from grse_graph.methods.registry import BUILTIN_METHODS, MethodClass, create_method
 from grse_graph.skills import Skill
 
 from .records import GateRecord
@@ -127,63 +129,56 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def write_report(run: RunFolder) -> Path:
-    """Write RUN/report.md and RUN/plots/*.png from the run folder's records."""
+def write_report(
+    run: RunFolder,
+    method: CreditMethod | None = None,
+    methods: Mapping[str, MethodClass] = BUILTIN_METHODS,
+) -> Path:
+    """Write RUN/report.md and RUN/plots/*.png from the run folder's records.
+
+    `method` writes its own section (default: the run's configured method, from `methods`).
+    """
     run.plots_dir.mkdir(parents=True, exist_ok=True)
     config = run.read_config()
+    if method is None:
+        method = create_method(config.method, methods)
     gates = run.gate.read()
     libs = libraries_by_iteration(run)
-    critiques = run.critiques.read()
+    records = run.credits(method.record_type).read()
     operators = run.operators.read()
     _plot_validation(gates, run.plots_dir / "validation.png")
     _plot_skill_counts(libs, run.plots_dir / "skills_per_agent.png")
     _plot_utility(libs, run.plots_dir / "skill_utility.png")
 
     out = [
-        f"# GRSE training report: {config.task}",
+        f"# {method.title} training report: {config.task}",
         "",
-        f"Iterations {config.iterations}, group size G={config.group_size}, batch "
-        f"{config.batch_size}, validation {config.validation_size or 'all'} x "
-        f"H={config.validation_repeats}, delta {config.delta}, library limit "
-        f"{config.library_limit}, structured={config.structured}, "
-        f"dapo_filter={config.dapo_filter}, with_labels={config.with_labels}.",
+        f"Iterations {config.iterations}, batch {config.batch_size}, validation "
+        f"{config.validation_size or 'all'} x H={config.validation_repeats}, delta "
+        f"{config.delta}, library limit {config.library_limit}; {method.summary()}.",
         "",
         "## Validation and gate",
         "",
         "![validation](plots/validation.png)",
         "",
-        "| iteration | base b_t | agent | candidate s_i | decision |",
-        "| ---: | ---: | --- | ---: | --- |",
+        "| iteration | base b_t | agent | candidate s_i | s_i - b_t (± s.e.) | decision |",
+        "| ---: | ---: | --- | ---: | ---: | --- |",
     ]
     for gate in gates:
         if not gate.decisions:
-            out.append(f"| {gate.iteration} | {gate.base_score:.3f} | - | - | no candidate |")
+            out.append(f"| {gate.iteration} | {gate.base_score:.3f} | - | - | - | no candidate |")
         for d in gate.decisions:
             verdict = "accepted" if d.accepted else "rejected"
+            paired = (
+                f"{d.difference:+.3f} ± {d.standard_error:.3f}"
+                if d.difference is not None and d.standard_error is not None
+                else "-"
+            )
             out.append(
                 f"| {gate.iteration} | {d.base_score:.3f} | {d.agent} | "
-                f"{d.candidate_score:.3f} | {verdict} |"
+                f"{d.candidate_score:.3f} | {paired} | {verdict} |"
             )
-    out += ["", "## Critic", ""]
-    out += [
-        "| iteration | groups | kept | critic failed | accepted | repaired | dropped "
-        "| hypotheses | payload chars | naive chars |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for t in sorted({c.iteration for c in critiques}):
-        rows = [c for c in critiques if c.iteration == t]
-        counts = DiagnosisCounts()
-        payload = naive = 0
-        for c in rows:
-            if c.result is not None:
-                counts = counts + c.result.counts
-                payload += c.result.payload_chars
-                naive += c.result.naive_payload_chars
-        out.append(
-            f"| {t} | {len(rows)} | {sum(c.kept for c in rows)} | "
-            f"{sum(c.error is not None for c in rows)} | {counts.accepted} | "
-            f"{counts.repaired} | {counts.dropped} | {counts.hypothesis} | {payload} | {naive} |"
-        )
+    out += ["", *method.report_lines(records)]
     out += ["", "## Operator actions", ""]
     out += ["| iteration | operator | agent | skills | changed | reason |"]
     out += ["| ---: | --- | --- | --- | --- | --- |"]

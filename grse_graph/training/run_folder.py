@@ -7,7 +7,8 @@ Layout::
     RUN/candidates/iter_<t>/<agent>/...     candidate libraries proposed in iteration t
     RUN/openings.jsonl                      OpeningRecord (a group's first replies, n=G)
     RUN/rollouts.jsonl                      RolloutRecord (training rollouts)
-    RUN/critiques.jsonl                     CritiqueRecord (advantages, diagnoses with checks)
+    RUN/critiques.jsonl                     credit records, typed by method (GRSE: CritiqueRecord)
+    RUN/method_state.jsonl                  MethodStateRecord (stateful methods only)
     RUN/aggregates.jsonl                    AggregateRecord
     RUN/operators.jsonl                     OperatorLine
     RUN/candidates.jsonl                    CandidateRecord (which agents' libraries changed)
@@ -25,7 +26,9 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from grse_graph.skills import SkillLibrary
 
@@ -34,14 +37,20 @@ from .jsonl import JsonlStore, RunFolderError
 from .records import (
     AggregateRecord,
     CandidateRecord,
-    CritiqueRecord,
     GateRecord,
+    MethodStateRecord,
     OpeningRecord,
     OperatorLine,
     ReviewRecord,
     RolloutRecord,
     ValidationRecord,
 )
+
+C = TypeVar("C", bound=BaseModel)
+
+
+def _unit_id(record: Any) -> str:
+    return str(record.unit_id)
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -65,8 +74,9 @@ class RunFolder:
         self.openings = JsonlStore(
             self.path / "openings.jsonl", OpeningRecord, key=lambda r: r.unit_id
         )
-        self.critiques = JsonlStore(
-            self.path / "critiques.jsonl", CritiqueRecord, key=lambda r: r.unit_id
+        self._credits: dict[type[BaseModel], JsonlStore[Any]] = {}
+        self.method_states = JsonlStore(
+            self.path / "method_state.jsonl", MethodStateRecord, key=lambda r: str(r.iteration)
         )
         self.aggregates = JsonlStore(
             self.path / "aggregates.jsonl", AggregateRecord, key=lambda r: str(r.iteration)
@@ -80,6 +90,15 @@ class RunFolder:
             self.path / "validation.jsonl", ValidationRecord, key=lambda r: r.unit_id
         )
         self.gate = JsonlStore(self.path / "gate.jsonl", GateRecord, key=lambda r: str(r.iteration))
+
+    def credits(self, record_type: type[C]) -> JsonlStore[C]:
+        """RUN/critiques.jsonl read as `record_type`, the run's method's credit record (a line
+        another method wrote fails to validate: its `method` field names that method)."""
+        store = self._credits.get(record_type)
+        if store is None:
+            store = JsonlStore(self.path / "critiques.jsonl", record_type, key=_unit_id)
+            self._credits[record_type] = store
+        return store
 
     # -- files -------------------------------------------------------------------------------
 

@@ -1,18 +1,20 @@
-"""Run the training graph with a SQLite checkpointer in the run folder: start, resume, review."""
+"""Run the training graph with a checkpointer (SQLite in the run folder, or PostgreSQL): start,
+resume, review."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-import aiosqlite
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
 from pydantic import BaseModel
 
+from grse_graph.checkpointing import CheckpointerSpec, open_run_checkpointer
 from grse_graph.errors import GrseError
+from grse_graph.tracing import root_run_config
 
 from .graph import TrainingDeps, compile_training_graph, training_run_config
+from .lock import guard_run_folder
 from .records import GateRecord
 from .review import ReviewAnswer, ReviewRequest
 
@@ -36,8 +38,13 @@ def _pending_interrupts(snapshot: Any) -> list[Any]:
     return found
 
 
+@guard_run_folder  # one process per run folder; disk failures as one line
 async def run_training(
-    deps: TrainingDeps, *, resume: bool = False, reviewer: Reviewer | None = None
+    deps: TrainingDeps,
+    *,
+    resume: bool = False,
+    reviewer: Reviewer | None = None,
+    checkpointer: CheckpointerSpec | None = None,
 ) -> TrainResult:
     """Run (or continue) the training loop to the end.
 
@@ -45,24 +52,20 @@ async def run_training(
     RUN/checkpoints.sqlite from its last checkpoint, re-running only unfinished tasks (and
     reusing any unit already in the run folder). Each `interrupt` of the review node is
     answered by `reviewer`; without one, a run configured with `review` raises.
+    `checkpointer` chooses where checkpoints live (`grse_graph.checkpointing`; default SQLite
+    in the run folder, a resume defaults to the run's own). Each session is one root trace;
+    rollouts nest in it through their node's config.
     """
     run = deps.run
-    if resume and not run.checkpoint_path.exists():
-        raise GrseError(f"{run.checkpoint_path}: no checkpoints to resume from")
-    if not resume and run.checkpoint_path.exists():
-        raise GrseError(f"{run.path}: already holds a run; use --resume {run.path} to continue it")
-    run.path.mkdir(parents=True, exist_ok=True)
-    if not resume:
-        run.write_config(deps.config)
-    config = training_run_config(deps.config)
-    # Autocommit: when a run dies mid-write (an exception cancels the loop's pending
-    # checkpoint writes), no transaction is left open on the abandoned connection, so a resumed
-    # run can write (it otherwise failed with "database is locked").
-    async with aiosqlite.connect(run.checkpoint_path, isolation_level=None) as conn:
-        graph = compile_training_graph(deps, checkpointer=AsyncSqliteSaver(conn))
+    async with open_run_checkpointer(checkpointer, run.path, resume=resume) as (saver, thread):
+        if not resume:
+            run.write_config(deps.config)
+        config = training_run_config(deps.config, thread_id=thread)
+        graph = compile_training_graph(deps, checkpointer=saver)
         payload: Any = None if resume else {}
         while True:
-            async for _ in graph.astream(payload, config, stream_mode="updates"):
+            traced, _ = root_run_config(config)
+            async for _ in graph.astream(payload, traced, stream_mode="updates"):
                 pass
             snapshot = await graph.aget_state(config)
             interrupts = _pending_interrupts(snapshot)

@@ -49,8 +49,9 @@ def open_endpoints(llm: LLMConfig, engine_log: Path | None = None) -> Iterator[E
 
 
 def load_training_task(config: TrainConfig) -> Task:
-    """The configured task, read from `config.data` when given."""
-    task: Task = load_task(config.task, data=config.data)
+    """The configured task, read from `config.data` when given, restricted to
+    `config.category` when one is set."""
+    task: Task = load_task(config.task, data=config.data, category=config.category)
     return task
 
 

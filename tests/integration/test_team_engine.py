@@ -66,7 +66,9 @@ def assert_grep_recorded(rollout: Rollout) -> None:
     assert calls, "the retriever made no tool call"
     assert calls[0].name == GREP_TOOL_NAME
     assert calls[0].error is None and calls[0].result.strip()
-    assert calls[0].result in rollout.steps[1].input
+    # The reasoner answers from the retriever's hand-off, never from the raw results.
+    assert calls[0].result not in rollout.steps[1].input
+    assert rollout.steps[0].output in rollout.steps[1].input
 
 
 def test_demo_team_on_a_passage_and_a_conversation_question(provider: ModelRoles) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from grse_graph.llm import ModelRoles, UsageLedger, load_config
+from grse_graph.methods.grse.method import CritiqueRecord, GrseSettings
 from grse_graph.methods.grse.payload import PayloadLimits
 from grse_graph.tasks.registry import load_task
 from grse_graph.training.config import TrainConfig
@@ -57,14 +58,16 @@ def test_one_iteration_on_the_small_model_writes_the_run_folder(
         task="jsonl",
         data=str(data),
         iterations=1,
-        group_size=2,
+        method=GrseSettings(
+            group_size=2,
+            critic_max_tokens=300,
+            payload_limits=PayloadLimits(
+                step_output_chars=400, tool_result_chars=300, step_input_chars=600
+            ),
+        ),
         batch_size=2,
         validation_size=2,
         concurrency=2,
-        critic_max_tokens=300,
-        payload_limits=PayloadLimits(
-            step_output_chars=400, tool_result_chars=300, step_input_chars=600
-        ),
     )
     ledger = UsageLedger()
     run = RunFolder(tmp_path / "run")
@@ -81,7 +84,7 @@ def test_one_iteration_on_the_small_model_writes_the_run_folder(
     assert result.iterations_done == 1
     assert len(run.rollouts.read()) == 4
     assert all(r.rollout.steps for r in run.rollouts.read())
-    critiques = run.critiques.read()
+    critiques = run.credits(CritiqueRecord).read()
     assert len(critiques) == 2
     assert all(c.result is not None or c.error for c in critiques)
     assert len(run.aggregates.read()) == 1

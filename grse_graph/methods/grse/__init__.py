@@ -1,56 +1,43 @@
 """GRSE credit: group advantages, the group-relative critic with attribution checks, and the
 aggregation of credits into edit directions and induction patterns (GUIDE §3).
 
-Modules: `advantages`, `schema` (every typed value), `payload`, `checks`, `critic`,
-`aggregate`, `prompts`. Evolution operators live in `grse_graph.methods.operators` and the gate
-in `grse_graph.methods.gate`, because the baselines share them.
+Modules: `method` (`GrseMethod`, `GrseSettings`: the credit-method seam), `advantages`,
+`critic_schema` (the critic's values), `payload`, `checks`, `critic`, `aggregate`, `prompts`.
+The plan contract is `grse_graph.methods.plan`; operators live in `grse_graph.methods.operators`
+and the gate in `grse_graph.methods.gate`, because every method shares them.
 """
 
 from grse_graph.methods.grse.advantages import group_advantages, keep_group
 from grse_graph.methods.grse.aggregate import AggregationSettings, aggregate
 from grse_graph.methods.grse.checks import CheckContext, check_diagnosis, is_hypothesis
 from grse_graph.methods.grse.critic import GroupCritic
-from grse_graph.methods.grse.payload import CriticPayload, PayloadLimits, build_critic_payload
-from grse_graph.methods.grse.schema import (
-    AggregationResult,
-    AnchoredEdit,
+from grse_graph.methods.grse.critic_schema import (
     CheckedDiagnosis,
     CriticOutput,
     CritiqueResult,
-    DiagnosisCounts,
-    EditDirection,
-    EvolutionResult,
-    FailureDiagnosis,
-    GateDecision,
-    InductionPattern,
-    OperatorRecord,
-    SkillCredit,
     StepRef,
+    count_diagnoses,
 )
+from grse_graph.methods.grse.method import CritiqueRecord, GrseMethod, GrseSettings
+from grse_graph.methods.grse.payload import CriticPayload, PayloadLimits, build_critic_payload
 
 __all__ = [
-    "AggregationResult",
     "AggregationSettings",
-    "AnchoredEdit",
     "CheckContext",
     "CheckedDiagnosis",
     "CriticOutput",
     "CriticPayload",
+    "CritiqueRecord",
     "CritiqueResult",
-    "DiagnosisCounts",
-    "EditDirection",
-    "EvolutionResult",
-    "FailureDiagnosis",
-    "GateDecision",
     "GroupCritic",
-    "InductionPattern",
-    "OperatorRecord",
+    "GrseMethod",
+    "GrseSettings",
     "PayloadLimits",
-    "SkillCredit",
     "StepRef",
     "aggregate",
     "build_critic_payload",
     "check_diagnosis",
+    "count_diagnoses",
     "group_advantages",
     "is_hypothesis",
     "keep_group",

@@ -7,8 +7,14 @@
 - Induction patterns (agent, failure_type, skill_id, action) come from accepted or repaired
   diagnoses; support counts DISTINCT questions; patterns are ordered by support.
 - Agent feedback (not tied to a skill) is gathered per agent as induction evidence.
-- `w/o structure` results carry only free-text feedback; it becomes a refine direction for each
-  of that agent's skills and agent evidence for induction, so the operators still have input.
+- A credit's suggested refinement reaches the refine operator only when an accepted or
+  repaired `refine` diagnosis of the same question names that (agent, skill): the attribution
+  checks gate refinements as well as induction (§3.2: accepted diagnoses provide the
+  failure-related edit directions). Without one the credit keeps its verdict and utility but
+  not its suggestion (counted), so a harmful skill becomes a prune candidate.
+- `w/o structure` results carry the same credits and agent feedback but no diagnoses and no
+  checks, so their suggestions are used as they are; they give directions (prune and
+  consolidate can act) and agent evidence, but no patterns.
 - `w/ label`: when the critiques carry question categories, evidence is grouped by category.
 """
 
@@ -23,11 +29,11 @@ from grse_graph.errors import StructuredOutputError
 from grse_graph.llm.provider import ChatModelProvider
 from grse_graph.llm.structured import astructured_call
 from grse_graph.methods.grse import prompts
-from grse_graph.methods.grse.schema import (
+from grse_graph.methods.grse.critic_schema import CritiqueResult
+from grse_graph.methods.plan import (
     Action,
     AgentEvidence,
     AggregationResult,
-    CritiqueResult,
     DiagnosisCounts,
     DirectionVerdict,
     EditDirection,
@@ -51,7 +57,6 @@ class AggregationSettings(BaseModel):
 
     low_utility_threshold: float = Field(default=-0.5, ge=-1.0, le=1.0)
     max_examples: int = Field(default=3, ge=1)
-    free_text_chars: int = Field(default=2000, ge=100)
 
 
 class _Credit(BaseModel):
@@ -292,31 +297,14 @@ def agent_evidence(
     return out
 
 
-def _free_text_directions(
-    evidence: Sequence[AgentEvidence],
-    libraries: Mapping[str, SkillLibrary],
-    max_chars: int,
-) -> list[EditDirection]:
-    out: list[EditDirection] = []
-    for ev in evidence:
-        library = libraries.get(ev.agent)
-        if library is None:
-            continue
-        text = "\n".join(ev.items)[:max_chars]
-        for name in library.names():
-            out.append(
-                EditDirection(
-                    agent=ev.agent,
-                    skill_id=name,
-                    summary=text,
-                    suggested_edit=text,
-                    utility=0.0,
-                    verdict="refine",
-                    n_credits=0,
-                    question_ids=ev.question_ids,
-                )
-            )
-    return out
+def attributed_refinements(result: CritiqueResult) -> set[tuple[str, str]]:
+    """The (agent, skill) pairs an accepted or repaired `refine` diagnosis of one question
+    names: the only pairs whose credit suggestions may become refine directions."""
+    return {
+        (c.diagnosis.agent, c.diagnosis.skill_id)
+        for c in result.diagnoses
+        if c.usable and c.diagnosis.action == "refine" and c.diagnosis.skill_id is not None
+    }
 
 
 async def aggregate(
@@ -333,11 +321,20 @@ async def aggregate(
     structured = all(r.structured for r in results)
 
     groups: dict[tuple[str, str], list[_Credit]] = {}
+    unattributed = 0
     for result in results:
+        refinable = attributed_refinements(result)
         for credit in result.credits:
             library = libraries.get(credit.agent)
             if library is None or credit.skill_id not in library.names():
                 continue
+            if (
+                result.structured
+                and credit.suggested_refinement.strip()
+                and (credit.agent, credit.skill_id) not in refinable
+            ):
+                credit = credit.model_copy(update={"suggested_refinement": ""})
+                unattributed += 1
             groups.setdefault((credit.agent, credit.skill_id), []).append(
                 _Credit(question_id=result.question_id, category=result.category, credit=credit)
             )
@@ -367,10 +364,6 @@ async def aggregate(
             )
 
     evidence = agent_evidence(results, list(libraries), with_labels=with_labels)
-    unstructured = [r for r in results if not r.structured]
-    if unstructured:
-        free = agent_evidence(unstructured, list(libraries), with_labels=with_labels)
-        directions += _free_text_directions(free, libraries, settings.free_text_chars)
 
     counts = DiagnosisCounts()
     for r in results:
@@ -386,4 +379,5 @@ async def aggregate(
         with_labels=with_labels,
         structured=structured,
         optimizer_calls=calls,
+        unattributed_refinements=unattributed,
     )

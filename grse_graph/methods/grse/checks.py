@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from grse_graph.methods.grse.schema import NO_EDIT_ONLY, FailureDiagnosis, SkillCredit, StepRef
+from grse_graph.methods.grse.critic_schema import NO_EDIT_ONLY, StepRef
+from grse_graph.methods.plan import FailureDiagnosis, SkillCredit
 from grse_graph.team.rollout import Rollout
 
 # Rewards are floats from scorers; "reward = 1" tolerates rounding noise only.

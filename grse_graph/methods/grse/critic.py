@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -10,24 +10,24 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from grse_graph.errors import StructuredOutputError
 from grse_graph.llm.provider import ChatModelProvider
 from grse_graph.llm.structured import astructured_call
+from grse_graph.llm.tokens import TokenCounter
 from grse_graph.methods.grse import prompts
 from grse_graph.methods.grse.checks import CheckContext, check_diagnosis, is_hypothesis
-from grse_graph.methods.grse.payload import CriticPayload, PayloadLimits, build_critic_payload
-from grse_graph.methods.grse.schema import (
-    AgentFeedback,
+from grse_graph.methods.grse.critic_schema import (
     AgentVocabulary,
     CheckedDiagnosis,
+    CriticCredits,
     CriticOutput,
     CriticRepair,
     CriticVocabulary,
     CritiqueResult,
-    DiagnosisCounts,
-    FailureDiagnosis,
-    SkillCredit,
+    count_diagnoses,
     critic_output_schema,
     critic_repair_schema,
     step_label,
 )
+from grse_graph.methods.grse.payload import CriticPayload, PayloadLimits, build_critic_payload
+from grse_graph.methods.plan import FailureDiagnosis, SkillCredit
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import TaskQuestion
 from grse_graph.team.rollout import Rollout
@@ -75,33 +75,6 @@ def group_vocabulary(ctx: CheckContext) -> CriticVocabulary:
     )
 
 
-def split_feedback_by_agent(text: str, agents: Sequence[str]) -> list[AgentFeedback]:
-    """Split free-text critic feedback into per-agent items by '## <agent>' headings.
-
-    Text outside any recognised heading goes to every agent, so nothing the critic said is lost.
-    """
-    sections: dict[str, list[str]] = {a: [] for a in agents}
-    shared: list[str] = []
-    current: str | None = None
-    heading = re.compile(r"^\s*#+\s*(.+?)\s*:?\s*$")
-    for line in text.splitlines():
-        m = heading.match(line)
-        if m is not None:
-            name = m.group(1).strip().strip("*`").lower()
-            current = next((a for a in agents if a.lower() == name), None)
-            if current is not None:
-                continue
-        (sections[current] if current is not None else shared).append(line)
-    common = "\n".join(shared).strip()
-    out: list[AgentFeedback] = []
-    for agent in agents:
-        own = "\n".join(sections[agent]).strip()
-        text_for_agent = "\n\n".join(t for t in (common, own) if t)
-        if text_for_agent:
-            out.append(AgentFeedback(agent=agent, feedback=text_for_agent, missing_capability=""))
-    return out
-
-
 def _render_violations(items: Sequence[tuple[FailureDiagnosis, list[str]]]) -> str:
     blocks = []
     for n, (diagnosis, violations) in enumerate(items, start=1):
@@ -118,8 +91,12 @@ class GroupCritic:
     One critic call returns credits, agent feedback and diagnoses; every diagnosis is checked by
     the attribution rules; the violating ones go back to the critic once, together with their
     violations; a repaired diagnosis that still violates a rule is dropped. `structured=False`
-    is the `w/o structure` variant: one free-text call, no schema and no checks; the text is
-    split per agent into `agent_feedback` (which aggregation and induction use as evidence).
+    is the `w/o structure` variant: the same group-relative credits and agent feedback, with
+    neither the diagnosis schema nor its checks.
+
+    `observed_skill_use` says per agent whether skill loads are recorded (tool and path modes),
+    `token_counter` counts the payload in the critic's tokens when `limits.max_tokens` is set,
+    and `answer_length_note` appends App. F's HotpotQA note to the system prompt.
     """
 
     def __init__(
@@ -130,12 +107,21 @@ class GroupCritic:
         structured: bool = True,
         with_labels: bool = False,
         limits: PayloadLimits | None = None,
+        observed_skill_use: Mapping[str, bool] | None = None,
+        token_counter: TokenCounter | None = None,
+        answer_length_note: bool = False,
     ) -> None:
         self.provider = provider
         self.max_tokens = max_tokens
         self.structured = structured
         self.with_labels = with_labels
         self.limits = limits or PayloadLimits()
+        self.observed_skill_use = dict(observed_skill_use or {})
+        self.token_counter = token_counter
+        self.answer_length_note = answer_length_note
+        self.system_prompt = prompts.critic_system(
+            structured=structured, answer_length_note=answer_length_note
+        )
 
     def payload(
         self,
@@ -145,6 +131,7 @@ class GroupCritic:
         advantages: Sequence[float],
     ) -> CriticPayload:
         """The payload this critic would send for a group."""
+        names = {agent: library.names() for agent, library in libraries.items()}
         return build_critic_payload(
             question,
             libraries,
@@ -152,6 +139,9 @@ class GroupCritic:
             advantages,
             with_labels=self.with_labels,
             limits=self.limits,
+            observed_skill_use=self.observed_skill_use,
+            constraints=group_vocabulary(CheckContext.build(rollouts, names)),
+            token_counter=self.token_counter,
         )
 
     async def critique(
@@ -162,34 +152,46 @@ class GroupCritic:
         advantages: Sequence[float],
     ) -> CritiqueResult:
         """Critique one group. Raises `StructuredOutputError` if the first call cannot be parsed."""
-        payload = self.payload(question, libraries, rollouts, advantages)
+        # Counting tokens may ask the critic's server: keep it off the event loop.
+        payload = await asyncio.to_thread(self.payload, question, libraries, rollouts, advantages)
         base = CritiqueResult(
             question_id=question.id,
             category=question.category if self.with_labels else None,
             structured=self.structured,
             payload_chars=payload.size_chars,
             naive_payload_chars=payload.naive_size_chars,
+            payload_tokens=payload.size_tokens,
         )
         if not self.structured:
-            return await self._free_text(payload, libraries, base)
+            return await self._credits_only(payload, libraries, base)
         return await self._structured(payload, libraries, rollouts, base)
 
-    async def _free_text(
+    def _messages(self, payload: CriticPayload, system: str | None = None) -> list[BaseMessage]:
+        return [
+            SystemMessage(system or self.system_prompt),
+            HumanMessage(prompts.CRITIC_USER.format(payload=payload.text)),
+        ]
+
+    async def _credits_only(
         self,
         payload: CriticPayload,
         libraries: Mapping[str, SkillLibrary],
         base: CritiqueResult,
     ) -> CritiqueResult:
+        """One call for credits and agent feedback only (the `w/o structure` critic, and the
+        fallback that keeps a group's credits when its diagnoses cannot be parsed)."""
         model = self.provider.chat("critic", max_tokens=self.max_tokens)
-        messages: list[BaseMessage] = [
-            SystemMessage(prompts.CRITIC_FREE_TEXT_SYSTEM),
-            HumanMessage(prompts.CRITIC_USER.format(payload=payload.text)),
-        ]
-        reply = await model.ainvoke(messages)
-        text = reply.text if isinstance(reply.text, str) else str(reply.content)
-        feedback = split_feedback_by_agent(text, list(libraries))
+        system = prompts.critic_system(structured=False, answer_length_note=self.answer_length_note)
+        output = await astructured_call(model, CriticCredits, self._messages(payload, system))
+        names = {agent: library.names() for agent, library in libraries.items()}
+        credits, dropped_credits = dedupe_credits(output.credits, names)
         return base.model_copy(
-            update={"free_text": text, "agent_feedback": feedback, "critic_calls": 1}
+            update={
+                "credits": credits,
+                "agent_feedback": list(output.agent_feedback),
+                "dropped_credits": dropped_credits,
+                "critic_calls": 1,
+            }
         )
 
     async def _structured(
@@ -200,17 +202,19 @@ class GroupCritic:
         base: CritiqueResult,
     ) -> CritiqueResult:
         model = self.provider.chat("critic", max_tokens=self.max_tokens)
-        messages: list[BaseMessage] = [
-            SystemMessage(prompts.CRITIC_SYSTEM),
-            HumanMessage(prompts.CRITIC_USER.format(payload=payload.text)),
-        ]
+        messages = self._messages(payload)
         names = {agent: library.names() for agent, library in libraries.items()}
         vocabulary = group_vocabulary(CheckContext.build(rollouts, names))
         schema = critic_output_schema(any(r.reward < 1.0 for r in rollouts), vocabulary)
+        try:
+            raw = await astructured_call(model, schema, messages)
+        except StructuredOutputError as error:
+            # A failing group must be diagnosed; a critic that cannot comply still keeps the
+            # group's credits and feedback (the diagnoses are lost and the reason recorded).
+            kept = await self._credits_only(payload, libraries, base)
+            return kept.model_copy(update={"critic_calls": 2, "diagnosis_error": str(error)})
         # Back to the plain models: the narrowed subclasses only shape the advertised schema.
-        output = CriticOutput.model_validate(
-            (await astructured_call(model, schema, messages)).model_dump()
-        )
+        output = CriticOutput.model_validate(raw.model_dump())
         credits, dropped_credits = dedupe_credits(output.credits, names)
         ctx = CheckContext.build(rollouts, names, credits)
 
@@ -245,7 +249,7 @@ class GroupCritic:
                 "credits": credits,
                 "agent_feedback": list(output.agent_feedback),
                 "diagnoses": final,
-                "counts": DiagnosisCounts.of(final),
+                "counts": count_diagnoses(final),
                 "dropped_credits": dropped_credits,
                 "critic_calls": calls,
             }
@@ -267,7 +271,7 @@ class GroupCritic:
             payload=payload.text,
             violations=_render_violations([(d, v) for _, d, v in failing]),
         )
-        messages: list[BaseMessage] = [SystemMessage(prompts.CRITIC_SYSTEM), HumanMessage(text)]
+        messages: list[BaseMessage] = [SystemMessage(self.system_prompt), HumanMessage(text)]
         try:
             repair = CriticRepair.model_validate(
                 (

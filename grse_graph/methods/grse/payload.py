@@ -15,31 +15,53 @@ Repeated text is carried once and referenced (GUIDE §3):
 Steps are labelled ``r{rollout}.s{step}`` (1-based) so the critic can cite them. For LoCoMo the
 task input never holds the conversation (the retriever greps it), so neither does the payload.
 The naive size is the same rendering with nothing replaced; both sizes are reported.
+
+What decides an outcome is never cut away (issue 9): a long step output keeps its end (where
+the hand-off lines `Candidate answer:` / `Evidence:` are) and a quarter of its head; a tool
+result keeps every retrieved turn line with its dialogue id, shortening the turns' text
+instead. With `PayloadLimits.max_tokens` the payload is fitted to the critic's context by
+counting tokens: it is rendered uncut first and cut further only while it is over budget.
+
+The payload also carries App. F's `task_category` (the category with labels, `not_grouped`
+without) and `citation_constraints` (per agent: its skills and its steps in failed and in
+successful rollouts), and says per step whether skill use was observed (tool and path modes)
+or only present (inline mode, where the bodies sit in the system prompt).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from grse_graph.methods.grse.schema import step_label
+from grse_graph.llm.tokens import TokenCounter, approximate_tokens
+from grse_graph.methods.grse.critic_schema import CriticVocabulary, step_label
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import TaskQuestion
 from grse_graph.team.rollout import Rollout, Step
 
 INPUT_REF = "<<INPUT>>"
+NOT_GROUPED = "not_grouped"
+"""`task_category` of a payload without labels (App. F)."""
+# A retrieved conversation turn: `[D3:12] (date) Speaker said, "..."`.
+_TURN_PREFIX = "[D"
+# Fitting: per-field caps tried in turn (chars) until the payload fits its token budget.
+_FIT_CAPS = (4000, 2000, 1000, 500, 250)
+# A turn line keeps at least this much of its text, so every retrieved turn stays readable.
+_MIN_TURN_TEXT_CHARS = 60
 # Shorter texts are cheaper to repeat than to reference (and too short to be unambiguous).
 _MIN_SHARED_RESULT_CHARS = 40
 _MIN_QUOTED_CHARS = 12
 
 
 class PayloadLimits(BaseModel):
-    """Per-field character caps that keep the payload inside a small model's context.
+    """How the payload is kept inside the critic's context.
 
-    None means no cap. A capped field ends with a marker saying how many characters were cut,
-    so the critic knows the text is incomplete.
+    `max_tokens` is the payload's budget in the critic model's tokens: the payload is rendered
+    uncut and, while over budget, cut further (see the module doc). None keeps the fixed
+    per-field character caps below (None: no cap). A cut field says how much was cut, so the
+    critic knows the text is incomplete.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -47,6 +69,23 @@ class PayloadLimits(BaseModel):
     step_output_chars: int | None = Field(default=1500, ge=1)
     tool_result_chars: int | None = Field(default=800, ge=1)
     step_input_chars: int | None = Field(default=1500, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+
+    def uncut(self) -> PayloadLimits:
+        """The same budget with no per-field caps."""
+        return self.model_copy(
+            update={"step_output_chars": None, "tool_result_chars": None, "step_input_chars": None}
+        )
+
+    def capped(self, chars: int) -> PayloadLimits:
+        """The same budget with every per-field cap at `chars`."""
+        return self.model_copy(
+            update={
+                "step_output_chars": chars,
+                "tool_result_chars": chars,
+                "step_input_chars": chars,
+            }
+        )
 
 
 class CriticPayload(BaseModel):
@@ -58,12 +97,38 @@ class CriticPayload(BaseModel):
     naive_size_chars: int
     n_rollouts: int
     references: list[str] = Field(default_factory=list)
+    size_tokens: int | None = None
+    # Which per-field cap the fitting ended at (None: uncut, or the fixed caps without a budget).
+    fitted_cap_chars: int | None = None
+    over_budget: bool = False
 
 
 def _cap(text: str, limit: int | None) -> str:
+    """Keep the first quarter and the end of a long text: outputs end with their hand-off."""
     if limit is None or len(text) <= limit:
         return text
-    return f"{text[:limit]} [... {len(text) - limit} chars cut]"
+    head = limit // 4
+    tail = limit - head
+    return f"{text[:head]} [... {len(text) - limit} chars cut ...] {text[len(text) - tail :]}"
+
+
+def _cap_tool_result(text: str, limit: int | None) -> str:
+    """Every retrieved turn line is kept with its dialogue id; when the result is over `limit`,
+    the turns' text is shortened evenly instead (other lines are capped as plain text)."""
+    if limit is None or len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    turns = {i for i, line in enumerate(lines) if line.startswith(_TURN_PREFIX)}
+    if not turns:
+        return _cap(text, limit)
+    per_turn = max(_MIN_TURN_TEXT_CHARS, limit // len(turns))
+    out = []
+    for i, line in enumerate(lines):
+        if i in turns and len(line) > per_turn:
+            out.append(f"{line[:per_turn]} [... {len(line) - per_turn} chars cut]")
+        else:
+            out.append(line)
+    return "\n".join(out)
 
 
 def _system_key(agent: str, version: int) -> str:
@@ -95,6 +160,8 @@ class _Renderer:
         with_labels: bool,
         limits: PayloadLimits,
         compact: bool,
+        observed: Mapping[str, bool],
+        constraints: CriticVocabulary | None,
     ) -> None:
         self.question = question
         self.libraries = libraries
@@ -103,6 +170,9 @@ class _Renderer:
         self.with_labels = with_labels
         self.limits = limits
         self.compact = compact
+        self.observed = observed
+        self.constraints = constraints
+        self.text = ""
         self.task_input = self._task_input()
         self.system_keys: dict[tuple[str, str], str] = {}
         self.references: list[str] = []
@@ -133,7 +203,7 @@ class _Renderer:
         return self.system_keys[key]
 
     def render(self) -> str:
-        parts = [self._task(), self._libraries()]
+        parts = [self._task(), self._libraries(), self._citation_constraints()]
         rollouts = self._rollouts()
         if self.compact:
             parts.append(self._system_prompts())
@@ -144,8 +214,8 @@ class _Renderer:
         lines = ["# Task"]
         if not (self.compact and self.question.question in self.task_input):
             lines.append(f"Question: {self.question.question}")
-        if self.with_labels and self.question.category is not None:
-            lines.append(f"Category: {self.question.category}")
+        grouped = self.with_labels and self.question.category is not None
+        lines.append(f"task_category: {self.question.category if grouped else NOT_GROUPED}")
         if self.compact and self.task_input.strip():
             lines.append(f"{INPUT_REF} (the task input every agent received) =")
             lines.append(self.task_input)
@@ -163,6 +233,29 @@ class _Renderer:
                     lines.append(f"  {_skill_key(agent, skill.name)} =")
                 lines.append(skill.body.strip())
         return "\n".join(lines)
+
+    def _citation_constraints(self) -> str:
+        if self.constraints is None:
+            return ""
+        lines = [
+            "# citation_constraints",
+            "failed_refs cite steps of the named agent in rollouts with reward < 1, "
+            "successful_refs its steps in rollouts with reward 1; refine names one of its skills.",
+        ]
+        for agent, vocabulary in self.constraints.agents.items():
+            lines.append(
+                f"- {agent}: skills [{', '.join(vocabulary.skills) or '-'}]; "
+                f"failed_refs [{', '.join(vocabulary.failed_refs) or '-'}]; "
+                f"successful_refs [{', '.join(vocabulary.successful_refs) or '-'}]"
+            )
+        return "\n".join(lines)
+
+    def _skill_use(self, step: Step) -> str:
+        present = ", ".join(step.skills_present) or "-"
+        if self.observed.get(step.agent, False):
+            return f"skills present: {present}; invoked: {', '.join(step.skills_invoked) or '-'}"
+        # Inline skills sit in the system prompt: whether the agent used one is not observable.
+        return f"skills present (inline; use not observable): {present}"
 
     def _system_prompts(self) -> str:
         if not self.system_keys:
@@ -188,10 +281,7 @@ class _Renderer:
     def _step(self, label: str, step: Step, earlier: list[tuple[str, str]]) -> str:
         system = self._system_ref(step) if self.compact else step.system_prompt
         lines = [f"[{label}] agent={step.agent}"]
-        lines.append(
-            f"skills present: {', '.join(step.skills_present) or '-'}; "
-            f"invoked: {', '.join(step.skills_invoked) or '-'}"
-        )
+        lines.append(self._skill_use(step))
         lines.append(f"system: {system}")
         lines.append(f"input: {self._step_input(step, earlier)}")
         for k, call in enumerate(step.tool_calls, start=1):
@@ -201,7 +291,7 @@ class _Renderer:
             if self.compact:
                 # A `load_skill` result is the skill body, already in the libraries section.
                 result = self._strip_skills(step.agent, result)
-            shown = _cap(result, self.limits.tool_result_chars)
+            shown = _cap_tool_result(result, self.limits.tool_result_chars)
             if self.compact and len(result) >= _MIN_SHARED_RESULT_CHARS:
                 first = self.tool_results.setdefault(result, f"{label}.t{k}")
                 if first != f"{label}.t{k}":
@@ -242,11 +332,18 @@ def build_critic_payload(
     *,
     with_labels: bool = False,
     limits: PayloadLimits | None = None,
+    observed_skill_use: Mapping[str, bool] | None = None,
+    constraints: CriticVocabulary | None = None,
+    token_counter: TokenCounter | None = None,
 ) -> CriticPayload:
     """Render one group for the critic, with repeated text replaced by references.
 
     `rollouts` and `advantages` are in group order; rollout i is labelled ``r{i+1}``. The
-    question's category is shown only `with_labels` (the `w/ label` variant).
+    question's category is the `task_category` only `with_labels` (the `w/ label` variant).
+    `observed_skill_use[agent]` says whether that agent's skill loads are recorded (tool and
+    path modes; default: not, as in inline mode). `constraints` are rendered as the
+    `citation_constraints` section. With `limits.max_tokens` the payload is fitted to that
+    budget, counted with `token_counter` (default: `approximate_tokens`).
     """
     if len(rollouts) != len(advantages):
         raise ValueError(
@@ -255,30 +352,61 @@ def build_critic_payload(
     if not rollouts:
         raise ValueError("build_critic_payload: a group needs at least one rollout")
     limits = limits or PayloadLimits()
-    compact = _Renderer(
-        question,
-        libraries,
-        rollouts,
-        advantages,
-        with_labels=with_labels,
-        limits=limits,
-        compact=True,
-    )
-    text = compact.render()
-    naive = _Renderer(
-        question,
-        libraries,
-        rollouts,
-        advantages,
-        with_labels=with_labels,
-        limits=PayloadLimits(step_output_chars=None, tool_result_chars=None, step_input_chars=None),
-        compact=False,
-    ).render()
+    observed = dict(observed_skill_use or {})
+
+    def render(field_limits: PayloadLimits, *, compact: bool = True) -> _Renderer:
+        renderer = _Renderer(
+            question,
+            libraries,
+            rollouts,
+            advantages,
+            with_labels=with_labels,
+            limits=field_limits,
+            compact=compact,
+            observed=observed,
+            constraints=constraints,
+        )
+        renderer.text = renderer.render()
+        return renderer
+
+    if limits.max_tokens is None:
+        compact, size_tokens, cap, over = render(limits), None, None, False
+    else:
+        compact, size_tokens, cap, over = _fit(
+            render, limits, limits.max_tokens, token_counter or approximate_tokens
+        )
+    naive = render(limits.uncut(), compact=False).text
     return CriticPayload(
         question_id=question.id,
-        text=text,
-        size_chars=len(text),
+        text=compact.text,
+        size_chars=len(compact.text),
         naive_size_chars=len(naive),
         n_rollouts=len(rollouts),
         references=compact.references,
+        size_tokens=size_tokens,
+        fitted_cap_chars=cap,
+        over_budget=over,
     )
+
+
+def _fit(
+    render: Callable[[PayloadLimits], _Renderer],
+    limits: PayloadLimits,
+    budget: int,
+    count: TokenCounter,
+) -> tuple[_Renderer, int, int | None, bool]:
+    """The least-cut rendering within `budget` tokens: uncut first, then each `_FIT_CAPS` cap.
+
+    Returns the rendering, its tokens, the cap it ended at and whether even the smallest cap
+    is over budget (the payload is then sent as is; an overflow is the critic call's error).
+    """
+    renderer = render(limits.uncut())
+    tokens = count(renderer.text)
+    if tokens <= budget:
+        return renderer, tokens, None, False
+    for cap in _FIT_CAPS:
+        renderer = render(limits.capped(cap))
+        tokens = count(renderer.text)
+        if tokens <= budget:
+            return renderer, tokens, cap, False
+    return renderer, tokens, _FIT_CAPS[-1], True

@@ -1,20 +1,24 @@
 """Evolution operators shared by the credit methods: refine, induce, consolidate, prune.
 
-`evolve` runs the operators the `OperatorSchedule` selects for an iteration and returns candidate
-libraries plus an `OperatorRecord` per action (what changed, and the evidence why).
+`evolve` runs the operators the `OperatorSchedule` selects for an iteration (looked up by name in
+`OPERATORS`, the registry behind the `Operator` protocol) and returns candidate libraries plus an
+`OperatorRecord` per action (what changed, and the evidence why). Their values live in `schema`.
 """
 
 from grse_graph.methods.operators.anchored import apply_anchored_edits
 from grse_graph.methods.operators.base import OperatorContext, OperatorSettings
 from grse_graph.methods.operators.consolidate import consolidate, redundant_groups
-from grse_graph.methods.operators.evolve import evolve, record_utilities
+from grse_graph.methods.operators.evolve import evolve
 from grse_graph.methods.operators.induce import induce, induce_candidates
 from grse_graph.methods.operators.prune import prune, prune_candidates
 from grse_graph.methods.operators.refine import refine, refine_targets
+from grse_graph.methods.operators.registry import OPERATORS, Operator, prune_operator
 from grse_graph.methods.operators.schedule import OPERATOR_ORDER, OperatorSchedule
 
 __all__ = [
+    "OPERATORS",
     "OPERATOR_ORDER",
+    "Operator",
     "OperatorContext",
     "OperatorSchedule",
     "OperatorSettings",
@@ -25,7 +29,7 @@ __all__ = [
     "induce_candidates",
     "prune",
     "prune_candidates",
-    "record_utilities",
+    "prune_operator",
     "redundant_groups",
     "refine",
     "refine_targets",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from grse_graph.methods.grse.schema import AnchoredEdit, SkippedEdit
+from grse_graph.methods.operators.schema import AnchoredEdit, SkippedEdit
 
 
 def _locate(body: str, anchor: str) -> tuple[int, int] | str:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from grse_graph.llm.provider import ChatModelProvider
-from grse_graph.methods.grse.schema import (
+from grse_graph.methods.operators.schema import (
     AnchoredEdit,
     OperatorEvidence,
     OperatorName,
@@ -17,6 +17,7 @@ from grse_graph.methods.grse.schema import (
 )
 from grse_graph.methods.operators.text import DEFAULT_BODY_TOKEN_CAP
 from grse_graph.skills import SkillLibrary
+from grse_graph.skills.text import approx_tokens
 
 
 class OperatorSettings(BaseModel):
@@ -47,12 +48,33 @@ class OperatorContext:
     iteration: int
     library_limit: int | None = None
     settings: OperatorSettings = field(default_factory=OperatorSettings)
+    # Per agent: its role and the task (and category) it serves, shown to the optimizer.
+    agent_context: Mapping[str, str] = field(default_factory=dict)
+    # Counts skill-body tokens for the body cap (None: the four-characters estimate).
+    token_counter: Callable[[str], int] | None = None
 
     def __post_init__(self) -> None:
         if self.iteration < 1:
             raise ValueError(f"iteration must be >= 1, got {self.iteration}")
         if self.library_limit is not None and self.library_limit < 1:
             raise ValueError(f"library limit must be >= 1, got {self.library_limit}")
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of a skill body, by the configured counter or the estimate."""
+        return (self.token_counter or approx_tokens)(text)
+
+    def context_for(self, library: SkillLibrary, exclude: Sequence[str] = ()) -> str:
+        """What the optimizer is told about an agent besides the evidence: its role and task,
+        and the bodies of its other skills (so a new or changed skill neither duplicates nor
+        contradicts them)."""
+        parts = [self.agent_context.get(library.agent, "").strip()]
+        others = [s for s in library.skills if s.name not in exclude]
+        if others:
+            listed = "\n\n".join(f"### {s.name}: {s.description}\n{s.body.strip()}" for s in others)
+            parts.append(
+                "Other skills of this agent (do not duplicate or contradict them):\n" + listed
+            )
+        return "\n\n".join(p for p in parts if p) or "(no other context)"
 
     def limit_of(self, library: SkillLibrary) -> int | None:
         """The effective limit L of a library: the smaller of its own and the configured one."""

@@ -1,25 +1,23 @@
 """consolidate: merge each group of redundant skills of an agent into one skill.
 
-Groups are the connected components (size >= 2) of the "redundant with" relation the critic
-reported on credits (only skills present in the library count). One optimizer call per group
-drafts the merged skill; the library replaces the group by it. The merged skill records the first
+Groups are the connected components (size >= 2) of the links the critic reported on credits:
+"redundant with" and "conflicts with" (two skills that contradict each other are merged into one
+consistent skill), this iteration's and those carried from the iterations since the last
+consolidation (`AggregationResult.carried_links`, see `links_since_consolidation`); only skills
+present in the library count. One optimizer call per group drafts the merged skill, told which
+members conflict; the library replaces the group by it. The merged skill records the first
 member's content hash as its parent and names every member in its provenance.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Mapping, Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from grse_graph.errors import GrseError
 from grse_graph.llm.structured import astructured_call
-from grse_graph.methods.grse.schema import (
-    AggregationResult,
-    OperatorEvidence,
-    OperatorRecord,
-    SkillDraft,
-)
 from grse_graph.methods.operators import prompts
 from grse_graph.methods.operators.base import (
     OperatorContext,
@@ -27,27 +25,75 @@ from grse_graph.methods.operators.base import (
     make_record,
     skip_record,
 )
+from grse_graph.methods.operators.schedule import OperatorSchedule
+from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord, SkillDraft
 from grse_graph.methods.operators.text import (
     cap_body,
     normalise_description,
     normalise_name,
     provenance_line,
 )
+from grse_graph.methods.plan import AggregationResult, SkillLink
 from grse_graph.skills import AGENT_KEY, PARENT_HASH_KEY, Skill, SkillLibrary
 
 
-def redundant_groups(library: SkillLibrary, aggregation: AggregationResult) -> list[list[str]]:
-    """Connected components of size >= 2 of the redundancy relation, in library order."""
-    names = library.names()
-    present = set(names)
-    edges: dict[str, set[str]] = {n: set() for n in names}
+def direction_links(aggregation: AggregationResult, iteration: int) -> list[SkillLink]:
+    """The redundancy and conflict links of one iteration's directions."""
+    links: list[SkillLink] = []
     for d in aggregation.directions:
-        if d.agent != library.agent or d.skill_id not in present:
-            continue
-        for other in d.redundant_with:
-            if other in present and other != d.skill_id:
-                edges[d.skill_id].add(other)
-                edges[other].add(d.skill_id)
+        pairs = [("redundant", o) for o in d.redundant_with]
+        pairs += [("conflicts", o) for o in d.conflicts_with]
+        for kind, other in pairs:
+            if other != d.skill_id:
+                links.append(
+                    SkillLink.model_validate(
+                        {
+                            "agent": d.agent,
+                            "skill_id": d.skill_id,
+                            "other": other,
+                            "kind": kind,
+                            "iteration": iteration,
+                        }
+                    )
+                )
+    return links
+
+
+def links_since_consolidation(
+    aggregation: AggregationResult,
+    iteration: int,
+    earlier: Mapping[int, AggregationResult],
+    schedule: OperatorSchedule,
+) -> AggregationResult:
+    """`aggregation` (of `iteration`) carrying the links of the `earlier` iterations' plans
+    that came after the last iteration consolidate ran in."""
+    last = max((t for t in range(1, iteration) if "consolidate" in schedule.active(t)), default=0)
+    carried = [
+        link
+        for t in sorted(earlier)
+        if last < t < iteration
+        for link in direction_links(earlier[t], t)
+    ]
+    return aggregation.model_copy(update={"carried_links": carried})
+
+
+def _links(library: SkillLibrary, aggregation: AggregationResult) -> list[SkillLink]:
+    present = set(library.names())
+    return [
+        link
+        for link in [*aggregation.carried_links, *direction_links(aggregation, 0)]
+        if link.agent == library.agent and {link.skill_id, link.other} <= present
+    ]
+
+
+def redundant_groups(library: SkillLibrary, aggregation: AggregationResult) -> list[list[str]]:
+    """Connected components of size >= 2 of the redundancy and conflict links, in library
+    order."""
+    names = library.names()
+    edges: dict[str, set[str]] = {n: set() for n in names}
+    for link in _links(library, aggregation):
+        edges[link.skill_id].add(link.other)
+        edges[link.other].add(link.skill_id)
     seen: set[str] = set()
     groups: list[list[str]] = []
     for start in names:
@@ -66,6 +112,20 @@ def redundant_groups(library: SkillLibrary, aggregation: AggregationResult) -> l
     return groups
 
 
+def _conflicts(library: SkillLibrary, group: Sequence[str], aggregation: AggregationResult) -> str:
+    pairs = sorted(
+        {
+            tuple(sorted((link.skill_id, link.other)))
+            for link in _links(library, aggregation)
+            if link.kind == "conflicts" and link.skill_id in group and link.other in group
+        }
+    )
+    if not pairs:
+        return ""
+    listed = ", ".join(f"{a} <-> {b}" for a, b in pairs)
+    return f" Conflicting instructions to resolve into one consistent rule: {listed}."
+
+
 def _evidence(
     library: SkillLibrary, group: list[str], aggregation: AggregationResult
 ) -> OperatorEvidence:
@@ -75,12 +135,13 @@ def _evidence(
     for d in found:
         qids += [q for q in d.question_ids if q not in qids]
     utility = sum(d.utility for d in found) / len(found) if found else None
+    summary = " | ".join(f"{d.skill_id}: {d.summary}" for d in found)
     return OperatorEvidence(
         verdict="redundant",
         utility=utility,
         n_credits=sum(d.n_credits for d in found),
         question_ids=qids,
-        summary=" | ".join(f"{d.skill_id}: {d.summary}" for d in found),
+        summary=(summary + _conflicts(library, group, aggregation)).strip(),
     )
 
 
@@ -89,7 +150,9 @@ async def consolidate_group(
 ) -> tuple[SkillLibrary, OperatorRecord]:
     """Merge one group; the library is unchanged (with the reason recorded) on failure."""
     evidence = _evidence(library, group, aggregation)
-    reason = f"consolidate {', '.join(group)}: reported redundant with each other"
+    reason = (
+        f"consolidate {', '.join(group)}: reported redundant with (or conflicting with) each other"
+    )
     skills = [library.get(n) for n in group]
     cap = ctx.settings.body_token_cap
 
@@ -109,6 +172,7 @@ async def consolidate_group(
         HumanMessage(
             prompts.CONSOLIDATE_USER.format(
                 agent=library.agent,
+                context=ctx.context_for(library, exclude=group),
                 skills="\n\n".join(f"## {s.name}: {s.description}\n{s.body}" for s in skills),
                 evidence=evidence.summary or "(the critic marked them redundant)",
             )
@@ -119,7 +183,8 @@ async def consolidate_group(
         draft = await astructured_call(model, SkillDraft, messages)
     except GrseError as error:
         return unchanged(f"optimizer output unusable: {error}")
-    body, truncated = cap_body(draft.body, cap)
+    # The token counter may ask the server (blocking HTTP): off the event loop.
+    body, truncated = await asyncio.to_thread(cap_body, draft.body, cap, ctx.count_tokens)
     if not body:
         return unchanged("the merged skill has an empty body")
     others = [n for n in library.names() if n not in group]

@@ -2,32 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from grse_graph.llm.provider import ChatModelProvider
-from grse_graph.methods.grse.schema import AggregationResult, EvolutionResult, OperatorRecord
 from grse_graph.methods.operators.base import OperatorContext, OperatorSettings
-from grse_graph.methods.operators.consolidate import consolidate
-from grse_graph.methods.operators.induce import induce
-from grse_graph.methods.operators.prune import prune
-from grse_graph.methods.operators.refine import refine
-from grse_graph.methods.operators.schedule import OperatorSchedule
+from grse_graph.methods.operators.registry import OPERATORS, Operator
+from grse_graph.methods.operators.schedule import OPERATOR_ORDER, OperatorSchedule
+from grse_graph.methods.operators.schema import EvolutionResult, OperatorRecord
+from grse_graph.methods.plan import AggregationResult
+from grse_graph.methods.utility import UtilityRule, bookkeeping, replace_utilities
 from grse_graph.skills import SkillLibrary
-
-
-def record_utilities(
-    libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult
-) -> dict[str, SkillLibrary]:
-    """Write each credited skill's direction utility into its metadata (bookkeeping only: the
-    content hash does not change), so later prune steps can use it."""
-    out = dict(libraries)
-    for direction in aggregation.directions:
-        library = out.get(direction.agent)
-        if library is None or not library.has(direction.skill_id):
-            continue
-        skill = library.get(direction.skill_id)
-        out[direction.agent] = library.replace(skill.with_utility(direction.utility))
-    return out
 
 
 async def evolve(
@@ -39,30 +23,35 @@ async def evolve(
     library_limit: int | None,
     provider: ChatModelProvider,
     settings: OperatorSettings | None = None,
+    order: Sequence[str] = OPERATOR_ORDER,
+    operators: Mapping[str, Operator] = OPERATORS,
+    utility_rule: UtilityRule = replace_utilities,
+    agent_context: Mapping[str, str] | None = None,
+    token_counter: Callable[[str], int] | None = None,
 ) -> EvolutionResult:
     """Candidate libraries for iteration `iteration` (1-based) and a record per operator action.
 
-    Operators run in `OPERATOR_ORDER` (refine, consolidate, prune, induce) filtered by the
-    schedule; each sees the result of the previous one.
+    The iteration's bookkeeping (`utility_rule`, invocation counts) is applied first, so the
+    operators read this iteration's utilities. Operators run in `order` (default refine,
+    consolidate, prune, induce) filtered by the schedule, each looked up in `operators` and
+    seeing the result of the previous one. `agent_context` (agent -> its role and task) is
+    shown to the optimizer with the agent's other skills; `token_counter` counts skill bodies
+    for the body cap (default: the four-characters estimate).
     """
     ctx = OperatorContext(
         provider=provider,
         iteration=iteration,
         library_limit=library_limit,
         settings=settings or OperatorSettings(),
+        agent_context=dict(agent_context or {}),
+        token_counter=token_counter,
     )
-    current = record_utilities(libraries, aggregation)
+    current = bookkeeping(libraries, aggregation, utility_rule)
     records: list[OperatorRecord] = []
-    active = schedule.active(iteration)
-    for op in active:
-        if op == "refine":
-            current, new = await refine(current, aggregation, ctx)
-        elif op == "consolidate":
-            current, new = await consolidate(current, aggregation, ctx)
-        elif op == "prune":
-            current, new = prune(current, aggregation, ctx)
-        else:
-            current, new = await induce(current, aggregation, ctx)
+    ranks = {name: i for i, name in enumerate(order)}
+    active = sorted((op for op in schedule.active(iteration) if op in ranks), key=ranks.__getitem__)
+    for name in active:
+        current, new = await operators[name](current, aggregation, ctx)
         records.extend(new)
     changed = [
         agent

@@ -10,6 +10,7 @@ questions) is written to the skill's metadata.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -17,14 +18,6 @@ from pydantic import BaseModel
 
 from grse_graph.errors import GrseError
 from grse_graph.llm.structured import astructured_call
-from grse_graph.methods.grse.schema import (
-    AgentEvidence,
-    AggregationResult,
-    InductionPattern,
-    OperatorEvidence,
-    OperatorRecord,
-    SkillDraft,
-)
 from grse_graph.methods.operators import prompts
 from grse_graph.methods.operators.base import (
     OperatorContext,
@@ -32,6 +25,7 @@ from grse_graph.methods.operators.base import (
     make_record,
     skip_record,
 )
+from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord, SkillDraft
 from grse_graph.methods.operators.text import (
     cap_body,
     diagnosis_example_lines,
@@ -39,6 +33,7 @@ from grse_graph.methods.operators.text import (
     normalise_name,
     provenance_line,
 )
+from grse_graph.methods.plan import AgentEvidence, AggregationResult, InductionPattern
 from grse_graph.skills import AGENT_KEY, Skill, SkillLibrary
 from grse_graph.skills.limits import AGENT_PATTERN
 
@@ -93,7 +88,7 @@ def induce_candidates(
         if p.agent == agent and p.action == "induce" and p.support >= s.min_induce_support
     ]
     for ev in aggregation.agent_evidence:
-        if ev.agent == agent and (ev.missing_capabilities or not aggregation.structured):
+        if ev.agent == agent and ev.missing_capabilities:
             out.append(_from_feedback(ev, s.max_evidence_examples))
     return out
 
@@ -121,6 +116,7 @@ async def induce_one(
         HumanMessage(
             prompts.INDUCE_USER.format(
                 agent=library.agent,
+                context=ctx.context_for(library),
                 existing=", ".join(library.names()) or "none",
                 support=candidate.evidence.support,
                 problem=candidate.problem,
@@ -133,7 +129,8 @@ async def induce_one(
         draft = await astructured_call(model, SkillDraft, messages)
     except GrseError as error:
         return unchanged(f"optimizer output unusable: {error}")
-    body, truncated = cap_body(draft.body, cap)
+    # The token counter may ask the server (blocking HTTP): off the event loop.
+    body, truncated = await asyncio.to_thread(cap_body, draft.body, cap, ctx.count_tokens)
     if not body:
         return unchanged("the drafted skill has an empty body")
     name = normalise_name(draft.name, candidate.fallback_name, library.names())

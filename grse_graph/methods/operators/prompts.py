@@ -14,7 +14,9 @@ the skill short."""
 
 REFINE_USER = """\
 Agent: {agent}
-Skill: {name} - {description}
+{context}
+
+Skill to refine: {name} - {description}
 Body:
 {body}
 
@@ -29,6 +31,8 @@ words. Do not copy question-specific facts; write general rules."""
 
 INDUCE_USER = """\
 Agent: {agent}
+{context}
+
 Existing skills: {existing}
 Recurring problem ({support} question(s)): {problem}
 
@@ -42,6 +46,8 @@ one sentence saying what it does and when to use it. body: markdown, at most {ma
 
 CONSOLIDATE_USER = """\
 Agent: {agent}
+{context}
+
 Skills to merge:
 {skills}
 

@@ -8,15 +8,16 @@ the last skill of a library is always kept.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from grse_graph.methods.grse.schema import AggregationResult, OperatorEvidence, OperatorRecord
 from grse_graph.methods.operators.base import (
     OperatorContext,
     OperatorOutput,
     make_record,
     skip_record,
 )
+from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord
+from grse_graph.methods.plan import AggregationResult
 from grse_graph.skills import SkillLibrary
 
 
@@ -49,6 +50,49 @@ def prune_candidates(
     return [(name, evidence) for _, name, evidence in found]
 
 
+def remove_candidates(
+    library: SkillLibrary, candidates: Sequence[tuple[str, OperatorEvidence]], ctx: OperatorContext
+) -> tuple[SkillLibrary, list[OperatorRecord]]:
+    """Remove `candidates` from one library in the given order, keeping its last skill (the
+    candidate reached when one skill is left is recorded as skipped)."""
+    current = library
+    records: list[OperatorRecord] = []
+    for name, evidence in candidates:
+        reason = (
+            f"prune '{name}': verdict {evidence.verdict}, utility {evidence.utility:+.2f}"
+            if evidence.utility is not None
+            else f"prune '{name}'"
+        )
+        if len(current) <= 1:
+            records.append(
+                skip_record(
+                    "prune",
+                    ctx,
+                    current,
+                    skills=[name],
+                    reason=reason,
+                    evidence=evidence,
+                    skipped_reason="never empty a library: last skill kept",
+                )
+            )
+            continue
+        after = current.remove(name)
+        records.append(
+            make_record(
+                "prune",
+                ctx,
+                current,
+                after,
+                skills=[name],
+                removed=[name],
+                reason=reason,
+                evidence=evidence,
+            )
+        )
+        current = after
+    return current, records
+
+
 def prune(
     libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult, ctx: OperatorContext
 ) -> OperatorOutput:
@@ -56,41 +100,7 @@ def prune(
     out = dict(libraries)
     records: list[OperatorRecord] = []
     for agent, library in libraries.items():
-        current = library
-        for name, evidence in prune_candidates(
-            library, aggregation, ctx.settings.prune_utility_threshold
-        ):
-            reason = (
-                f"prune '{name}': verdict {evidence.verdict}, utility {evidence.utility:+.2f}"
-                if evidence.utility is not None
-                else f"prune '{name}'"
-            )
-            if len(current) <= 1:
-                records.append(
-                    skip_record(
-                        "prune",
-                        ctx,
-                        current,
-                        skills=[name],
-                        reason=reason,
-                        evidence=evidence,
-                        skipped_reason="never empty a library: last skill kept",
-                    )
-                )
-                continue
-            after = current.remove(name)
-            records.append(
-                make_record(
-                    "prune",
-                    ctx,
-                    current,
-                    after,
-                    skills=[name],
-                    removed=[name],
-                    reason=reason,
-                    evidence=evidence,
-                )
-            )
-            current = after
-        out[agent] = current
+        candidates = prune_candidates(library, aggregation, ctx.settings.prune_utility_threshold)
+        out[agent], removed = remove_candidates(library, candidates, ctx)
+        records.extend(removed)
     return out, records

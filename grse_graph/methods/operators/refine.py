@@ -3,20 +3,13 @@ deterministically (`apply_anchored_edits`) and every skipped edit is recorded wi
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from grse_graph.errors import GrseError
 from grse_graph.llm.structured import astructured_call
-from grse_graph.methods.grse.schema import (
-    AggregationResult,
-    EditDirection,
-    InductionPattern,
-    OperatorEvidence,
-    OperatorRecord,
-    RefineEdits,
-)
 from grse_graph.methods.operators import prompts
 from grse_graph.methods.operators.anchored import apply_anchored_edits
 from grse_graph.methods.operators.base import (
@@ -25,9 +18,10 @@ from grse_graph.methods.operators.base import (
     make_record,
     skip_record,
 )
+from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord, RefineEdits
 from grse_graph.methods.operators.text import diagnosis_example_lines, provenance_line
+from grse_graph.methods.plan import AggregationResult, EditDirection, InductionPattern
 from grse_graph.skills import SkillLibrary
-from grse_graph.skills.text import approx_tokens
 
 
 def refine_targets(library: SkillLibrary, aggregation: AggregationResult) -> list[str]:
@@ -104,6 +98,7 @@ async def refine_skill(
         HumanMessage(
             prompts.REFINE_USER.format(
                 agent=library.agent,
+                context=ctx.context_for(library, exclude=[name]),
                 name=name,
                 description=skill.description,
                 body=skill.body,
@@ -129,11 +124,13 @@ async def refine_skill(
     new_body, applied, skipped = apply_anchored_edits(skill.body, proposal.edits)
     skipped_reason: str | None = None
     after = library
+    # The token counter may ask the server (blocking HTTP): off the event loop.
+    tokens = await asyncio.to_thread(ctx.count_tokens, new_body.strip()) if applied else 0
     if not applied:
         skipped_reason = "no edit could be applied"
-    elif approx_tokens(new_body.strip()) > ctx.settings.body_token_cap:
+    elif tokens > ctx.settings.body_token_cap:
         skipped_reason = (
-            f"refined body is {approx_tokens(new_body)} tokens, over the cap of "
+            f"refined body is {tokens} tokens, over the cap of "
             f"{ctx.settings.body_token_cap}; refinement not applied"
         )
     elif not new_body.strip():

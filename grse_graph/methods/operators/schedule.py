@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from grse_graph.methods.grse.schema import OperatorName
+from grse_graph.methods.operators.schema import OperatorName
 
 # The order operators run in within one iteration. Prune runs before induce so a library at its
 # limit L can make room before a new skill is considered.

@@ -1,22 +1,22 @@
 """Normalising optimizer output into valid skill fields, provenance lines and evidence lines.
 
-Skill bodies are capped in approximate tokens (`grse_graph.skills.text.approx_tokens`: four
-characters per token, model independent), so the cap means the same on every engine.
+Skill bodies are capped in tokens: the optimizer model's own count in training (its server's
+tokenizer, `grse_graph.llm.tokens`), or the model-independent estimate
+(`grse_graph.skills.text.approx_tokens`: four characters per token) where no counter is given.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from grse_graph.methods.grse.schema import InductionPattern
+from grse_graph.methods.plan import InductionPattern
 from grse_graph.skills import slugify_name
 from grse_graph.skills.limits import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS
 from grse_graph.skills.text import FRONT_MATTER_DELIMITER, approx_tokens, one_line
 
 DEFAULT_BODY_TOKEN_CAP = 1200
-_CHARS_PER_TOKEN = 4
 _MAX_QUESTIONS_IN_PROVENANCE = 8
 
 
@@ -34,16 +34,28 @@ def clean_text(text: str) -> str:
     return "".join(out)
 
 
-def cap_body(body: str, cap_tokens: int = DEFAULT_BODY_TOKEN_CAP) -> tuple[str, bool]:
-    """The body cut to at most `cap_tokens` approximate tokens (at a line end when one is in the
-    second half of the allowance), and whether it was cut."""
+def cap_body(
+    body: str,
+    cap_tokens: int = DEFAULT_BODY_TOKEN_CAP,
+    count: Callable[[str], int] = approx_tokens,
+) -> tuple[str, bool]:
+    """The body cut to at most `cap_tokens` tokens as `count` counts them (default: the
+    four-characters estimate; training passes the optimizer model's own count), at a line end
+    when one is in the second half of the kept text, and whether it was cut."""
     body = clean_text(body).strip()
-    if approx_tokens(body) <= cap_tokens:
+    if count(body) <= cap_tokens:
         return body, False
-    limit = cap_tokens * _CHARS_PER_TOKEN
-    cut = body[:limit]
+    # The longest prefix within the cap, by bisection over its length in characters.
+    low, high = 0, len(body)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if count(body[:middle]) <= cap_tokens:
+            low = middle
+        else:
+            high = middle - 1
+    cut = body[:low]
     newline = cut.rfind("\n")
-    if newline > limit // 2:
+    if newline > low // 2:
         cut = cut[:newline]
     return cut.rstrip(), True
 

@@ -15,9 +15,12 @@ from grse_graph.baselines import (
     run_baseline,
 )
 from grse_graph.llm.provider import SamplingSettings
+from grse_graph.tasks.locomo import load_locomo
 from grse_graph.team.rollout import Rollout
 from tests.fakes import FakeProvider, ScriptedChatModel
 from tests.unit.team.team_fakes import FakeTask, question
+
+LOCOMO_MINI = Path(__file__).parents[2] / "fixtures" / "tasks" / "locomo_mini.json"
 
 
 def answer(method: str, replies: list[str], provider: FakeProvider | None = None) -> Rollout:
@@ -140,3 +143,40 @@ def test_run_baseline_writes_the_evaluation_files(tmp_path: Path) -> None:
     assert summary.method == "io"
     assert summary.overall.metrics["f1"] == 0.5
     assert {p.name for p in tmp_path.iterdir()} == {"run.json", "predictions.jsonl", "summary.json"}
+
+
+@pytest.mark.parametrize(
+    ("method", "replies"),
+    [
+        ("io", ["Answer: Osterlin"]),
+        ("cot", ["Answer: Osterlin"]),
+        ("cot-sc", ["Answer: Osterlin"] * 5),
+        ("self-refine", ["Answer: a", "wrong", "Answer: Osterlin", "CORRECT"]),
+        ("full-context", ["Osterlin"]),
+    ],
+)
+def test_every_call_is_one_user_message_without_system_prompt(
+    method: str, replies: list[str]
+) -> None:
+    model = ScriptedChatModel(replies)
+    rollout = answer(method, [], FakeProvider(models={"actor": model}))
+    assert model.calls
+    for messages in model.calls:
+        assert [m.type for m in messages] == ["human"]
+    assert all(step.system_prompt == "" for step in rollout.steps)
+
+
+def test_locomo_full_context_carries_the_temporal_instruction() -> None:
+    task = load_locomo(LOCOMO_MINI, train_conversations=1, validation_conversations=1)
+    by_id = {q.id: q for q in task.split("test")}
+    model = ScriptedChatModel(["2023", "Noodle"])
+    baseline = make_baseline("full-context", task, FakeProvider(models={"actor": model}))
+    asyncio.run(baseline.answer(by_id["conv-a-q1"], rollout_id="t"))
+    asyncio.run(baseline.answer(by_id["conv-a-q0"], rollout_id="s"))
+    temporal, single = (str(messages[0].content) for messages in model.calls)
+    assert temporal.startswith(task.render_full_context(by_id["conv-a-q1"]) + "\n\nBased on")
+    assert temporal.endswith(
+        "Question: When did Milo start learning the cello? Use DATE of CONVERSATION to answer "
+        "with an approximate date. Short answer:"
+    )
+    assert "Use DATE of CONVERSATION" not in single

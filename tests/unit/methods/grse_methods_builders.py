@@ -5,13 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from grse_graph.methods.grse.schema import (
-    CheckedDiagnosis,
-    CritiqueResult,
-    DiagnosisCounts,
-    FailureDiagnosis,
-    SkillCredit,
-)
+from grse_graph.methods.grse.critic_schema import CheckedDiagnosis, CritiqueResult, count_diagnoses
+from grse_graph.methods.plan import FailureDiagnosis, SkillCredit
 from grse_graph.skills import Skill, SkillLibrary
 from grse_graph.tasks.base import Passage, TaskQuestion
 from grse_graph.team.rollout import Rollout, Step, ToolCallRecord
@@ -125,5 +120,5 @@ def critique(
         category=category,
         credits=list(credits),
         diagnoses=checked,
-        counts=DiagnosisCounts.of(checked),
+        counts=count_diagnoses(checked),
     )

@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from grse_graph.methods.grse.aggregate import aggregate, direction_verdict
-from grse_graph.methods.grse.schema import AgentFeedback, CritiqueResult
+from grse_graph.methods.grse.critic_schema import CritiqueResult
+from grse_graph.methods.plan import AgentFeedback
 from tests.fakes import FakeProvider, ScriptedChatModel, tool_call_message
 from tests.unit.methods.grse_methods_builders import credit, critique, diagnosis, library, skill
 
@@ -59,7 +60,8 @@ def test_single_credit_maps_without_model_call() -> None:
         suggested_refinement="add an example",
         redundant_with=["cite"],
     )
-    out = asyncio.run(aggregate([critique("q1", credits=[c])], LIBS, provider))
+    supported = critique("q1", credits=[c], diagnoses=[diagnosis()])
+    out = asyncio.run(aggregate([supported], LIBS, provider))
     [d] = out.directions
     assert model.calls == [] and provider.requests == [] and out.optimizer_calls == 0
     assert (d.verdict, d.utility, d.suggested_edit, d.n_credits) == (
@@ -165,31 +167,57 @@ def test_agent_feedback_becomes_evidence() -> None:
     )
 
 
-def test_free_text_results_give_refine_directions_for_every_skill() -> None:
+def test_without_structure_credits_give_directions_and_no_patterns() -> None:
     r = CritiqueResult(
         question_id="q1",
         structured=False,
+        credits=[credit(verdict="harmful", utility=-0.9, suggested_refinement="")],
         agent_feedback=[
             AgentFeedback(agent="reader", feedback="quote passages", missing_capability="")
         ],
     )
     out = asyncio.run(aggregate([r], LIBS, FakeProvider()))
     assert not out.structured
-    assert [(d.skill_id, d.verdict, d.suggested_edit) for d in out.directions] == [
-        ("cite", "refine", "quote passages"),
-        ("extract", "refine", "quote passages"),
-    ]
+    # The harmful credit makes a prune candidate: the variant can prune and consolidate.
+    assert [(d.skill_id, d.verdict) for d in out.directions] == [("extract", "low_utility")]
+    assert out.patterns == []
     assert out.agent_evidence[0].agent == "reader"
 
 
 def test_unusable_merge_output_falls_back_to_rule_based_merge_and_is_recorded() -> None:
     model = ScriptedChatModel(["not a call", "still not a call"])
     results = [
-        critique("q1", credits=[credit(evidence="e1", suggested_refinement="s1")]),
-        critique("q2", credits=[credit(evidence="e2", suggested_refinement="s2")]),
+        critique(
+            "q1",
+            credits=[credit(evidence="e1", suggested_refinement="s1")],
+            diagnoses=[diagnosis()],
+        ),
+        critique(
+            "q2",
+            credits=[credit(evidence="e2", suggested_refinement="s2")],
+            diagnoses=[diagnosis()],
+        ),
         critique("q3", credits=[credit(evidence="e3", verdict="redundant")]),
     ]
     out = asyncio.run(aggregate(results, LIBS, FakeProvider({"optimizer": model})))
     d = out.direction("reader", "extract")
     assert d is not None and not d.merged_by_model and d.merge_error
     assert (d.summary, d.suggested_edit, d.verdict) == ("e1 | e2 | e3", "s1 | s2", "refine")
+
+
+def test_a_credit_suggestion_needs_an_accepted_refine_diagnosis_of_its_question() -> None:
+    harmful = credit(verdict="harmful", utility=-0.8, suggested_refinement="rewrite it")
+    results = [
+        critique("q1", credits=[harmful]),  # no diagnosis at all
+        critique("q2", credits=[harmful], diagnoses=[diagnosis()], status="dropped"),
+        critique("q3", credits=[harmful], diagnoses=[diagnosis(skill_id="cite")]),
+    ]
+    for result in results:
+        out = asyncio.run(aggregate([result], LIBS, FakeProvider()))
+        [d] = out.directions
+        # The suggestion is not attributed: the harmful skill is a prune candidate instead.
+        assert (d.verdict, d.suggested_edit) == ("low_utility", "")
+        assert out.unattributed_refinements == 1
+    accepted = critique("q4", credits=[harmful], diagnoses=[diagnosis()])
+    out = asyncio.run(aggregate([accepted], LIBS, FakeProvider()))
+    assert out.directions[0].verdict == "refine" and out.unattributed_refinements == 0

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from grse_graph.methods.grse.schema import AnchoredEdit
 from grse_graph.methods.operators.anchored import apply_anchored_edits
+from grse_graph.methods.operators.schema import AnchoredEdit
 
 BODY = "# Steps\n1. Read the question.\n2. Find the passage.\n3. Answer briefly."
 

@@ -6,7 +6,8 @@ import pytest
 
 from grse_graph.methods.grse import checks
 from grse_graph.methods.grse.checks import CheckContext, check_diagnosis, is_hypothesis
-from grse_graph.methods.grse.schema import FailureDiagnosis, StepRef
+from grse_graph.methods.grse.critic_schema import StepRef
+from grse_graph.methods.plan import FailureDiagnosis
 from tests.unit.methods.grse_methods_builders import credit, diagnosis, two_agent_rollout
 
 

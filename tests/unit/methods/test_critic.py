@@ -8,14 +8,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from grse_graph.methods.grse import prompts
 from grse_graph.methods.grse.checks import CheckContext
-from grse_graph.methods.grse.critic import (
-    GroupCritic,
-    dedupe_credits,
-    group_vocabulary,
-    split_feedback_by_agent,
-)
-from grse_graph.methods.grse.schema import CritiqueResult, critic_output_schema
+from grse_graph.methods.grse.critic import GroupCritic, dedupe_credits, group_vocabulary
+from grse_graph.methods.grse.critic_schema import CritiqueResult, critic_output_schema
 from tests.fakes import FakeProvider, ScriptedChatModel, tool_call_message
 from tests.unit.methods.grse_methods_builders import (
     credit,
@@ -184,23 +180,53 @@ def test_category_is_recorded_only_with_labels() -> None:
         GroupCritic(provider, with_labels=True).critique(q, LIBS, ROLLOUTS, [1.0, -1.0])
     )
     assert plain.category is None and labelled.category == "temporal"
-    assert "Category: temporal" in model.calls[1][-1].content
-    assert "Category: temporal" not in model.calls[0][-1].content
+    assert "task_category: temporal" in model.calls[1][-1].content
+    assert "task_category: not_grouped" in model.calls[0][-1].content
 
 
-def test_without_structure_returns_per_agent_free_text() -> None:
-    text = "Overall: be careful.\n## reader\nQuote the passage.\n## answerer\nUse one word."
-    result, model, _ = run([text], structured=False)
-    assert not result.structured and result.diagnoses == [] and result.credits == []
-    feedback = {f.agent: f.feedback for f in result.agent_feedback}
-    assert feedback["reader"] == "Overall: be careful.\n\nQuote the passage."
-    assert feedback["answerer"] == "Overall: be careful.\n\nUse one word."
-    assert result.free_text == text and len(model.calls) == 1
+def test_without_structure_keeps_group_relative_credits_but_no_diagnoses() -> None:
+    feedback = [{"agent": "answerer", "feedback": "too long", "missing_capability": "brevity"}]
+    reply = tool_call_message(
+        "CriticCredits",
+        {
+            "credits": [_args(credit()), _args(credit(skill_id="not-in-library"))],
+            "agent_feedback": feedback,
+        },
+    )
+    result, model, _ = run([reply], structured=False)
+    assert not result.structured and result.diagnoses == []
+    assert [(c.agent, c.skill_id, c.verdict) for c in result.credits] == [
+        ("reader", "extract", "harmful")
+    ]
+    assert result.dropped_credits == 1
+    assert result.agent_feedback[0].missing_capability == "brevity"
+    assert len(model.calls) == 1
+    system = model.calls[0][0].content
+    assert "credits" in system and "failure_type" not in system
 
 
-def test_split_feedback_without_headings_goes_to_every_agent() -> None:
-    items = split_feedback_by_agent("Be concise.", ["a", "b"])
-    assert [(i.agent, i.feedback) for i in items] == [("a", "Be concise."), ("b", "Be concise.")]
+def test_critic_prompt_follows_app_f() -> None:
+    system = prompts.critic_system(structured=True, answer_length_note=True)
+    for phrase in (
+        "behaviour differs",
+        "Look past where the error surfaces",
+        "handoff_error: the agent had the needed information",
+        "evidence_missing:",
+        "HotpotQA is scored by token F1",
+        "The gold answer is not shown",
+    ):
+        assert phrase in system
+    assert "HotpotQA" not in prompts.critic_system(structured=True, answer_length_note=False)
+    assert prompts.CRITIC_USER.format(payload="P").endswith("INPUT:\nP")
+
+
+def test_payload_carries_citation_constraints_and_observed_skill_use() -> None:
+    result, model, _ = run([output(diagnoses=[diagnosis()])], observed_skill_use={"reader": True})
+    text = model.calls[0][-1].content
+    assert "# citation_constraints" in text
+    assert "- reader: skills [extract]; failed_refs [r2.s1]; successful_refs [r1.s1]" in text
+    assert "skills present: extract; invoked: -" in text
+    assert result.counts.accepted == 1
 
 
 def test_a_group_with_a_failure_must_be_diagnosed() -> None:
@@ -279,3 +305,15 @@ def test_a_name_outside_the_vocabulary_is_parsed_and_left_to_the_checks() -> Non
     [checked] = result.diagnoses
     assert checked.status == "dropped"
     assert result.critic_calls == 2
+
+
+def test_a_critic_that_cannot_diagnose_a_failing_group_keeps_its_credits() -> None:
+    # The failing group needs >= 1 diagnosis; both tries return none, so the strict call fails.
+    no_diagnoses = output(diagnoses=[])
+    credits_only = tool_call_message(
+        "CriticCredits", {"credits": [_args(credit())], "agent_feedback": []}
+    )
+    result, model, _ = run([no_diagnoses, no_diagnoses, credits_only])
+    assert result.structured and result.diagnoses == []
+    assert [(c.agent, c.skill_id) for c in result.credits] == [("reader", "extract")]
+    assert result.diagnosis_error and len(model.calls) == 3

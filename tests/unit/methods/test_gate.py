@@ -39,3 +39,19 @@ def test_assemble_swaps_only_accepted_after_all_tested() -> None:
 def test_assemble_rejects_decision_without_candidate() -> None:
     with pytest.raises(ValueError):
         assemble({"reader": library("reader")}, {}, decide(0.5, {"reader": 0.6}))
+
+
+def test_paired_difference_and_its_standard_error() -> None:
+    from grse_graph.methods.gate import PairedDifference
+
+    paired = PairedDifference.of([0.0, 0.5, 1.0, 0.5], [0.5, 0.5, 1.0, 1.0])
+    assert paired.difference == 0.25 and paired.questions == 4
+    # differences 0.5, 0, 0, 0.5: sample sd 0.2887, / sqrt(4)
+    assert abs(paired.standard_error - 0.144338) < 1e-6
+    assert PairedDifference.of([0.2], [0.7]).standard_error == 0.0
+    decisions = decide(0.5, {"reader": 0.75}, 0.02, {"reader": paired})
+    assert (decisions[0].difference, decisions[0].standard_error) == (
+        0.25,
+        paired.standard_error,
+    )
+    assert decide(0.5, {"reader": 0.75})[0].difference is None

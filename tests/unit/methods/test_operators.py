@@ -5,13 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from grse_graph.methods.grse.schema import (
-    AgentEvidence,
-    AggregationResult,
-    EditDirection,
-    InductionPattern,
-    PatternExample,
-)
 from grse_graph.methods.operators import (
     OperatorContext,
     OperatorSchedule,
@@ -23,6 +16,13 @@ from grse_graph.methods.operators import (
     refine,
 )
 from grse_graph.methods.operators.text import diagnosis_example_lines
+from grse_graph.methods.plan import (
+    AgentEvidence,
+    AggregationResult,
+    EditDirection,
+    InductionPattern,
+    PatternExample,
+)
 from grse_graph.skills.text import approx_tokens
 from tests.fakes import FakeProvider, ScriptedChatModel, tool_call_message
 from tests.unit.methods.grse_methods_builders import diagnosis, library, skill
@@ -177,14 +177,17 @@ def test_induce_at_most_one_per_agent_by_default_best_support_first() -> None:
     assert len(model.calls) == 1 and records[0].evidence.failure_type == "answer_format"
 
 
-def test_induce_from_agent_feedback_when_unstructured() -> None:
+def test_induce_from_agent_feedback_needs_a_missing_capability_also_unstructured() -> None:
     libs = {"answerer": library("answerer")}
-    agg = AggregationResult(
-        structured=False,
-        agent_evidence=[AgentEvidence(agent="answerer", items=["too long"], question_ids=["q1"])],
-    )
-    ctx, _, _ = ctx_with([draft(name="short answers")])
+    vague = AgentEvidence(agent="answerer", items=["too long"], question_ids=["q1"])
+    agg = AggregationResult(structured=False, agent_evidence=[vague])
+    ctx, model, _ = ctx_with([draft(name="short answers")])
     out, _ = asyncio.run(induce(libs, agg, ctx))
+    # w/o structure keeps the critic's agent feedback as is: no capability, no induce attempt.
+    assert out["answerer"].names() == [] and not model.calls
+    named = vague.model_copy(update={"missing_capabilities": ["short answers"]})
+    ctx, _, _ = ctx_with([draft(name="short answers")])
+    out, _ = asyncio.run(induce(libs, agg.model_copy(update={"agent_evidence": [named]}), ctx))
     assert out["answerer"].names() == ["short-answers"]
 
 
@@ -290,3 +293,68 @@ def test_diagnosis_example_lines_cap_the_examples_and_tag_hypotheses() -> None:
         "- first. Correction: quote the passage that names the capital",
         "- second. Correction (hypothesis): check the date",
     ]
+
+
+# ----- issue 9 item 7: links since the last consolidation, conflicts ------------------------
+
+
+def test_redundancy_seen_between_consolidations_is_carried_to_the_next_one() -> None:
+    from grse_graph.methods.operators.consolidate import (
+        links_since_consolidation,
+        redundant_groups,
+    )
+    from grse_graph.methods.operators.schedule import OperatorSchedule
+
+    lib = library("reader", skill("a"), skill("b"), skill("c"))
+    schedule = OperatorSchedule()  # consolidate at iterations 2, 4
+    earlier = {
+        1: AggregationResult(directions=[direction("a", "redundant", redundant_with=["b"])]),
+        2: AggregationResult(directions=[direction("b", "keep", conflicts_with=["c"])]),
+        3: AggregationResult(directions=[direction("a", "redundant", redundant_with=["c"])]),
+    }
+    now = AggregationResult(directions=[direction("a", "keep")])
+    # Iteration 2 sees iteration 1's link; nothing of this iteration names it.
+    assert redundant_groups(lib, links_since_consolidation(now, 2, earlier, schedule)) == [
+        ["a", "b"]
+    ]
+    # Iteration 4 carries iteration 3 only: iteration 2 consolidated (its links were used then).
+    at_4 = links_since_consolidation(now, 4, earlier, schedule)
+    assert [(x.skill_id, x.other, x.iteration) for x in at_4.carried_links] == [("a", "c", 3)]
+    assert redundant_groups(lib, at_4) == [["a", "c"]]
+
+
+def test_conflicting_skills_are_consolidated_and_the_optimizer_is_told() -> None:
+    libs = {"reader": library("reader", skill("a", "Always cite."), skill("b", "Never cite."))}
+    agg = AggregationResult(directions=[direction("a", "keep", conflicts_with=["b"])])
+    ctx, model, _ = ctx_with([draft(name="citing")])
+    out, records = asyncio.run(consolidate(libs, agg, ctx))
+    assert out["reader"].names() == ["citing"]
+    assert "a <-> b" in str(model.calls[0][-1].content)
+    assert records[0].operator == "consolidate"
+
+
+def test_operators_see_the_role_task_and_the_other_skills_bodies() -> None:
+    libs = {"reader": library("reader", skill("a", "Quote the passage."), skill("b", BODY))}
+    agg = AggregationResult(patterns=[induce_pattern(support=2)])
+    ctx, model, _ = ctx_with(
+        [draft(name="new one")],
+        agent_context={"reader": "Task: locomo, category temporal.\nRole: you retrieve."},
+    )
+    asyncio.run(induce(libs, agg, ctx))
+    prompt = str(model.calls[0][-1].content)
+    assert "category temporal" in prompt and "Role: you retrieve." in prompt
+    assert "Quote the passage." in prompt and "Find the passage." in prompt  # both bodies
+    assert "do not duplicate or contradict" in prompt
+
+
+def test_body_cap_counts_with_the_given_counter() -> None:
+    from grse_graph.methods.operators.text import cap_body
+
+    body = "\n".join(f"step {i} do the thing" for i in range(50))
+
+    def words(text: str) -> int:
+        return len(text.split())
+
+    cut, truncated = cap_body(body, 40, words)
+    assert truncated and words(cut) <= 40 and cut.endswith("thing")
+    assert cap_body(body, 1000, words) == (body, False)

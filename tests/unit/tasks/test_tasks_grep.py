@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from grse_graph.tasks import Conversation, Session, Turn, make_grep_tool, render_turn
-from grse_graph.tasks.grep_tool import ConversationIndex, keywords_of
+from grse_graph.tasks.grep_tool import ConversationIndex
 
 
 def conversation(turns_per_session: int = 2) -> Conversation:
@@ -107,22 +109,42 @@ def test_bad_regex_is_searched_as_text(query: str) -> None:
 
 
 def test_bad_regex_literal_hit() -> None:
-    out = make_grep_tool(conversation()).invoke({"query": "number 1("})
+    out = make_grep_tool(conversation()).invoke({"query": "called Noodle.)"})
     assert "not a valid regular expression" in out
+    assert "No turn matches" in out
 
 
-def test_no_match_and_keyword_fallback() -> None:
+def test_no_match_returns_no_turns() -> None:
     tool = make_grep_tool(conversation())
-    assert tool.invoke({"query": "zebra"}).startswith("No turn matches 'zebra'.")
-    # Not a phrase in the text: falls back to keywords, ranked by how many match.
+    out = tool.invoke({"query": "zebra"})
+    assert out == "No turn matches 'zebra'.\n[2 grep calls left]"
+    # Words that each occur but not as the phrase: no keyword fallback, nothing is returned.
     out = tool.invoke({"query": "what did Rosa adopt cat"})
-    assert "keywords rosa, adopt, cat" in out
-    first_hit = next(line for line in out.splitlines() if line.startswith("[D"))
-    assert first_hit.startswith("[D1:1]")
+    assert out.startswith("No turn matches")
+    assert "[D" not in out
 
 
-def test_keyword_extraction_drops_stop_words_and_short_words() -> None:
-    assert keywords_of("When did she go to the Lisbon trip, Lisbon?") == ["lisbon", "trip"]
+def test_only_what_was_said_is_searched_not_speaker_or_date() -> None:
+    tool = make_grep_tool(conversation())
+    # "Milo" speaks every tea turn and "June" is only in the session date.
+    assert tool.invoke({"query": "Milo"}).startswith("No turn matches")
+    assert tool.invoke({"query": "June|2023"}).startswith("No turn matches")
+    assert "[D1:1]" in tool.invoke({"query": "adopted"})
+
+
+def test_catastrophic_pattern_is_stopped_within_the_time_budget() -> None:
+    long_turn = Turn(dia_id="D1:1", speaker="Rosa", text="a" * 40 + "!")
+    convo = Conversation(
+        conversation_id="c2",
+        speaker_a="Rosa",
+        speaker_b="Milo",
+        sessions=(Session(number=1, date_time="d", turns=(long_turn,)),),
+    )
+    started = time.monotonic()
+    out = make_grep_tool(convo, time_budget_s=0.2).invoke({"query": "(a|aa)+$"})
+    assert time.monotonic() - started < 5
+    assert "took too long" in out
+    assert "[D1:1]" not in out
 
 
 def test_empty_and_overlong_queries() -> None:

@@ -10,7 +10,13 @@ import pytest
 
 from grse_graph.errors import TaskError
 from grse_graph.tasks import load_task
-from grse_graph.tasks.locomo import LocomoTask, conversation_split, load_locomo
+from grse_graph.tasks.locomo import (
+    LocomoTask,
+    category_prompt,
+    conversation_split,
+    full_context_question,
+    load_locomo,
+)
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "tasks"
 MINI = FIXTURES / "locomo_mini.json"
@@ -93,16 +99,34 @@ def test_question_fields_int_answer_becomes_string() -> None:
     assert q.passages == []
 
 
-def test_render_input_has_no_conversation_text() -> None:
+def test_render_input_has_category_and_no_conversation_text() -> None:
     task = mini()
     q = task.split("test")[0]
     text = task.render_input(q)
     assert text == (
         "Question: What is the name of Rosa's cat?\n\n"
+        f"Category: single-hop\n{category_prompt(4)}\n\n"
         "The answer is in a long multi-session conversation between Rosa and Milo. The "
         "conversation is not shown here: search it with the grep tool."
     )
     assert "Noodle" not in text
+
+
+@pytest.mark.parametrize(
+    ("category", "phrase"),
+    [(1, "multi-hop question"), (2, "session date"), (3, "inferred"), (4, "stated in one turn")],
+)
+def test_each_category_has_its_own_task_prompt(category: int, phrase: str) -> None:
+    prompts = {c: category_prompt(c) for c in (1, 2, 3, 4)}
+    assert phrase in prompts[category]
+    assert len(set(prompts.values())) == 4
+
+
+def test_show_category_off_hides_category_and_prompt() -> None:
+    task = mini(show_category=False)
+    text = task.render_input(task.split("test")[1])
+    assert "Category" not in text
+    assert category_prompt(2) not in text
 
 
 def test_full_context_follows_the_benchmark_layout() -> None:
@@ -121,10 +145,10 @@ def test_full_context_follows_the_benchmark_layout() -> None:
         'Rosa said, "Noodle broke a vase again." and shared a photo of a broken blue vase'
     )
     temporal = task.split("test")[1]
-    assert task.full_context_question(temporal).endswith(
+    assert full_context_question(temporal).endswith(
         "cello? Use DATE of CONVERSATION to answer with an approximate date."
     )
-    assert task.full_context_question(q) == q.question
+    assert full_context_question(q) == q.question
 
 
 def test_grep_only_for_the_first_agent_and_fresh_per_call() -> None:
@@ -195,14 +219,3 @@ def test_needs_a_path_and_a_list(tmp_path: Path) -> None:
     path.write_text("{}")
     with pytest.raises(TaskError, match="non-empty JSON list"):
         load_task("locomo", path)
-
-
-def test_full_context_prompt_ends_with_the_question() -> None:
-    task = mini()
-    temporal = task.split("test")[1]
-    prompt = task.full_context_prompt(temporal)
-    assert prompt.startswith(task.render_full_context(temporal) + "\n\nBased on the above")
-    assert prompt.endswith(
-        "Question: When did Milo start learning the cello? Use DATE of CONVERSATION to answer "
-        "with an approximate date."
-    )

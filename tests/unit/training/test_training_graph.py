@@ -10,24 +10,20 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from conftest import CallLog, CountingProvider, InjectedFailure, TinyTask
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from grse_graph.errors import GrseError
+from grse_graph.methods.grse.method import CritiqueRecord
 from grse_graph.skills import SkillLibrary
 from grse_graph.training.config import TrainConfig
-from grse_graph.training.graph import (
-    TrainingDeps,
-    compile_training_graph,
-    rollout_unit_id,
-    sample_batch_ids,
-    training_run_config,
-)
+from grse_graph.training.graph import TrainingDeps, compile_training_graph, training_run_config
+from grse_graph.training.ids import rollout_unit_id, sample_batch_ids
 from grse_graph.training.progress import ProgressEvent
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import run_training
+from tests.unit.training.fakes import CallLog, CountingProvider, InjectedFailure, TinyTask
 
 AGENTS_PER_ROLLOUT = 2  # the default team: retriever then reasoner, one model call each
 
@@ -72,7 +68,7 @@ def test_one_iteration_runs_end_to_end_and_writes_every_artifact(tmp_path: Path)
         rollout_unit_id(1, q, g) for q in batch for g in range(2)
     )
     assert len({r.seed for r in rollouts}) == 4  # a distinct seed per rollout
-    critiques = run.critiques.read()
+    critiques = run.credits(CritiqueRecord).read()
     assert [c.kept for c in critiques] == [True, True]
     assert all(c.result is not None and c.result.payload_chars > 0 for c in critiques)
     assert len(run.aggregates.read()) == 1
@@ -85,7 +81,7 @@ def test_one_iteration_runs_end_to_end_and_writes_every_artifact(tmp_path: Path)
     assert (tmp_path / "candidates/iter_1/reasoner/colour-answers/SKILL.md").is_file()
     assert json.loads((tmp_path / "usage.json").read_text())["roles"]["actor"]["calls"] > 0
     report = (tmp_path / "report.md").read_text()
-    assert "| 1 | 0.000 | reasoner | 1.000 | accepted |" in report
+    assert "| 1 | 0.000 | reasoner | 1.000 | +1.000 ± 0.000 | accepted |" in report
     assert "colour-answers" in report
     for plot in ("validation.png", "skills_per_agent.png", "skill_utility.png"):
         assert (tmp_path / "plots" / plot).stat().st_size > 0
@@ -120,7 +116,7 @@ def test_dapo_filter_drops_equal_reward_groups_from_the_critic(tmp_path: Path) -
     # chance. Instead check the invariant: only kept groups reach the critic (a group's call
     # count includes its repair round).
     asyncio.run(run_training(_deps(tmp_path, _config(dapo_filter=True, group_size=2), log)))
-    critiques = RunFolder(tmp_path).critiques.read()
+    critiques = RunFolder(tmp_path).credits(CritiqueRecord).read()
     kept = [c for c in critiques if c.kept]
     assert all(len(set(c.rewards)) > 1 for c in kept)
     assert all(c.result is None for c in critiques if not c.kept)
@@ -176,11 +172,11 @@ def test_resume_with_parallel_rollouts_never_duplicates_a_unit(tmp_path: Path) -
     resume_log = CallLog()
     asyncio.run(run_training(_deps(tmp_path, config, resume_log), resume=True))
     run = RunFolder(tmp_path)
-    for store in (run.rollouts, run.critiques, run.validation):
+    for store in (run.rollouts, run.credits(CritiqueRecord), run.validation):
         ids = [r.unit_id for r in store.read()]
         assert len(ids) == len(set(ids))
     assert len(run.rollouts.read()) == 2 * 2 * 4
-    critiques = run.critiques.read()
+    critiques = run.credits(CritiqueRecord).read()
     assert len(critiques) == 4
     # Every critic call made, before or after the crash, belongs to exactly one recorded group.
     recorded_calls = sum(c.result.critic_calls for c in critiques if c.result)
@@ -391,6 +387,6 @@ def test_a_critic_request_the_server_refuses_costs_the_group_not_the_run(tmp_pat
     )
     result = asyncio.run(run_training(deps))
     assert result.iterations_done == 1
-    critiques = RunFolder(tmp_path).critiques.read()
+    critiques = RunFolder(tmp_path).credits(CritiqueRecord).read()
     assert critiques and all(c.result is None for c in critiques if c.kept)
     assert all("maximum context length" in (c.error or "") for c in critiques if c.kept)

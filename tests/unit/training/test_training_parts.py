@@ -11,9 +11,10 @@ from typer.testing import CliRunner
 from grse_graph.cli import build_app
 from grse_graph.errors import ConfigError, GrseError
 from grse_graph.llm.provider import SamplingSettings
+from grse_graph.methods.registry import METHOD_NAMES
 from grse_graph.skills import Skill, SkillLibrary
 from grse_graph.training.config import TrainConfig
-from grse_graph.training.graph import RESET, derive_seed, units, variant_hash
+from grse_graph.training.ids import derive_seed, variant_hash
 from grse_graph.training.jsonl import JsonlStore, RunFolderError
 from grse_graph.training.progress import ProgressEvent
 from grse_graph.training.review import (
@@ -23,6 +24,7 @@ from grse_graph.training.review import (
     proposed_changes,
 )
 from grse_graph.training.run_folder import RunFolder
+from grse_graph.training.state import RESET, units
 from grse_graph.training.terminal import ProgressTracker, TerminalReviewer
 
 
@@ -66,8 +68,8 @@ def test_run_folder_config_round_trip_and_missing_config(tmp_path: Path) -> None
 
 def test_train_config_has_the_paper_defaults_and_rejects_a_fixed_training_seed() -> None:
     config = TrainConfig(task="locomo")
-    assert (config.iterations, config.group_size, config.batch_size) == (5, 4, 24)
-    assert (config.delta, config.library_limit, config.dapo_filter) == (0.02, 4, False)
+    assert (config.iterations, config.method.group_size, config.batch_size) == (5, 4, 24)
+    assert (config.delta, config.library_limit, config.method.dapo_filter) == (0.02, 4, False)
     assert config.training_sampling == SamplingSettings.training(top_k=20)
     assert config.validation_sampling == SamplingSettings.greedy()
     assert config.operator_schedule().prune_every == 3
@@ -163,10 +165,31 @@ def test_grse_train_needs_a_task_and_rejects_unknown_methods(tmp_path: Path) -> 
     result = CliRunner().invoke(app, ["train", "--out", str(tmp_path / "r")])
     assert isinstance(result.exception, ConfigError)
     assert "--task is required" in str(result.exception)
-    result = CliRunner().invoke(app, ["train", "--task", "demo", "--method", "maskills"])
+    result = CliRunner().invoke(app, ["train", "--task", "demo", "--method", "nosuch"])
     assert isinstance(result.exception, ConfigError)
     bad = tmp_path / "train.toml"
     bad.write_text("[train]\ngroup_size = 0\n")
     result = CliRunner().invoke(app, ["train", "--task", "demo", "--config", str(bad)])
     assert isinstance(result.exception, ConfigError)
     assert "group_size" in str(result.exception)
+
+
+def test_train_flags_fill_the_method_section_and_resume_keeps_the_runs_method(
+    tmp_path: Path,
+) -> None:
+    from grse_graph.cli.train_cmd import build_train_config
+    from grse_graph.methods.grse.method import GrseSettings
+
+    config = build_train_config(
+        {"task": "demo"}, {"method": "grse", "group_size": 2, "structured": False}, "flags"
+    )
+    assert config.method == GrseSettings(group_size=2, structured=False)
+    with pytest.raises(ConfigError, match="flags: method"):
+        build_train_config({"task": "demo"}, {"group_size": 0}, "flags")
+    run = RunFolder(tmp_path / "run")
+    run.write_config(TrainConfig(task="demo"))
+    other = next(name for name in METHOD_NAMES if name != "grse")
+    args = ["train", "--resume", str(run.path), "--method", other]
+    result = CliRunner().invoke(build_app(), args)
+    assert isinstance(result.exception, ConfigError)
+    assert f"--method {other}: {run.path} was trained with grse" in str(result.exception)

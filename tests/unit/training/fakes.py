@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -202,8 +201,3 @@ class CountingProvider:
             skills_help=self.skills_help,
             honours_n=self.honours_n,
         )
-
-
-@pytest.fixture
-def tiny_task() -> TinyTask:
-    return TinyTask()

@@ -1,0 +1,121 @@
+"""Counting tokens the way a role's server counts them.
+
+`ServerTokenCounter` asks the role's OpenAI-compatible server to tokenize (vLLM and llama.cpp's
+``llama-server``: ``POST /tokenize``; llama-cpp-python: ``POST /extras/tokenize/count``), so a
+text is measured in the model's own tokens. A server without a tokenize route (a hosted API)
+gets the `approximate_tokens` estimate instead; the counter says so in `exact` and logs it
+once. Counts are cached per text, so fitting a payload step by step costs one request per
+distinct rendering.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+
+logger = logging.getLogger(__name__)
+
+BYTES_PER_TOKEN_ESTIMATE = 4.0
+"""UTF-8 bytes per token of the fallback estimate (English prose with BPE tokenizers)."""
+
+
+class TokenCounter(Protocol):
+    """Counts the tokens of a text."""
+
+    def __call__(self, text: str) -> int: ...
+
+
+@runtime_checkable
+class CountsTokens(Protocol):
+    """A model provider that can count tokens for a role (`ModelRoles` does)."""
+
+    def token_counter(self, role: Any) -> TokenCounter: ...
+
+
+def approximate_tokens(text: str) -> int:
+    """An estimate: UTF-8 bytes / `BYTES_PER_TOKEN_ESTIMATE`, rounded up."""
+    return math.ceil(len(text.encode("utf-8")) / BYTES_PER_TOKEN_ESTIMATE)
+
+
+def _server_root(base_url: str) -> str:
+    root = base_url.rstrip("/")
+    return root[: -len("/v1")] if root.endswith("/v1") else root
+
+
+class ServerTokenCounter:
+    """Token counts from the server behind `base_url` (see the module doc).
+
+    The first route that answers is kept for later calls; if none does, every later count is
+    `approximate_tokens` and `exact` is False.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.root = _server_root(base_url)
+        self.model = model
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
+        self._route: str | None = None
+        self.exact = True
+        self._cache: dict[str, int] = {}
+
+    def _routes(self) -> list[tuple[str, dict[str, Any]]]:
+        return [
+            ("/tokenize", {"model": self.model, "prompt": "", "content": ""}),
+            ("/extras/tokenize/count", {"model": self.model, "input": ""}),
+        ]
+
+    def _ask(self, route: str, template: dict[str, Any], text: str) -> int | None:
+        body = {k: (text if v == "" else v) for k, v in template.items()}
+        try:
+            reply = self._client.post(self.root + route, json=body)
+        except httpx.HTTPError:
+            return None
+        if reply.status_code != 200:
+            return None
+        data = reply.json()
+        if isinstance(data.get("count"), int):
+            return int(data["count"])
+        tokens = data.get("tokens")
+        return len(tokens) if isinstance(tokens, list) else None
+
+    def __call__(self, text: str) -> int:
+        key = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        if key in self._cache:
+            return self._cache[key]
+        count: int | None = None
+        if self.exact:
+            routes = self._routes()
+            if self._route is not None:
+                routes = [r for r in routes if r[0] == self._route]
+            for route, template in routes:
+                count = self._ask(route, template, text)
+                if count is not None:
+                    self._route = route
+                    break
+            if count is None:
+                self.exact = False
+                logger.warning(
+                    "%s has no tokenize route; token counts are estimates (%.0f bytes/token)",
+                    self.root,
+                    BYTES_PER_TOKEN_ESTIMATE,
+                )
+        if count is None:
+            count = approximate_tokens(text)
+        self._cache[key] = count
+        return count
+
+    def close(self) -> None:
+        """Release the HTTP connection."""
+        self._client.close()

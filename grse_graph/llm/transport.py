@@ -1,0 +1,126 @@
+"""Endpoint failures of the one client path, as typed one-line errors.
+
+The OpenAI client already retries, with backoff, what is transient on the wire: refused or
+dropped connections, timeouts, 408/409/429 and 5xx answers (``max_retries`` per role; every
+attempt is counted by the ledger's HTTP hook). What it does not retry is a 200 answer whose body
+is not a chat completion (invalid JSON, a truncated document that still parsed as text, no
+choices): `call_with_reply_retries` asks again for those, up to the same ``max_retries``. When
+the attempts are used up, `endpoint_error` turns the failure into `ModelEndpointError` naming
+the role, the endpoint and the cause in one line; a 400 (the server refuses this request, so
+asking again cannot help) becomes `ModelRequestRefused`, which callers that can lose one unit
+of work (a critic call) catch. Nothing from httpx or openai reaches the user as a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+import httpx
+import openai
+
+from grse_graph.errors import GrseError, ModelEndpointError, ModelRequestRefused
+
+T = TypeVar("T")
+
+MALFORMED_REPLY_ERRORS: tuple[type[Exception], ...] = (
+    json.JSONDecodeError,
+    openai.APIResponseValidationError,
+)
+"""A 200 answer whose body is not a usable chat completion (not retried by the OpenAI client)."""
+
+_ENDPOINT_ERRORS: tuple[type[Exception], ...] = (
+    *MALFORMED_REPLY_ERRORS,
+    openai.APIError,
+    httpx.HTTPError,
+)
+_REPLY_RETRY_PAUSE_S = 0.2
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def describe(error: BaseException) -> str:
+    """What went wrong, in a few words."""
+    if isinstance(error, openai.APITimeoutError):
+        return "timed out"
+    if isinstance(error, openai.APIConnectionError):
+        # langchain-openai and openai wrap the transport error; name the one from the wire.
+        cause: BaseException | None = error.__cause__
+        while isinstance(cause, openai.APIConnectionError) and cause.__cause__ is not None:
+            cause = cause.__cause__
+        if cause is None or isinstance(cause, openai.APIConnectionError):
+            return "connection failed (no answer)"
+        return f"connection failed ({type(cause).__name__}: {_first_line(cause)})"
+    if isinstance(error, openai.APIStatusError):
+        return f"HTTP {error.status_code}: {_first_line(error)}"
+    if isinstance(error, json.JSONDecodeError):
+        return f"the reply is not valid JSON ({error.msg} at character {error.pos})"
+    return f"{type(error).__name__}: {_first_line(error)}"
+
+
+def endpoint_error(role: str, base_url: str, attempts: int, error: BaseException) -> GrseError:
+    """The one-line error for a call that failed after `attempts` HTTP attempts."""
+    if isinstance(error, openai.BadRequestError):
+        return ModelRequestRefused(
+            f"{role} endpoint {base_url}: the model server refused the request: "
+            f"{_first_line(error)}"
+        )
+    return ModelEndpointError(
+        f"{role} endpoint {base_url}: {describe(error)} "
+        f"(gave up after {attempts} attempt{'s' if attempts != 1 else ''})"
+    )
+
+
+@contextmanager
+def endpoint_errors_translated(role: str, base_url: str, max_retries: int | None) -> Iterator[None]:
+    """Inside this block every endpoint failure becomes `endpoint_error` (nothing is retried
+    here: for streams, whose chunks may already have been used)."""
+    try:
+        yield
+    except _ENDPOINT_ERRORS as error:
+        raise endpoint_error(role, base_url, _attempts(max_retries), error) from error
+
+
+def _attempts(max_retries: int | None) -> int:
+    return 1 + max(0, max_retries or 0)
+
+
+def call_with_reply_retries(
+    call: Callable[[], T], *, role: str, base_url: str, max_retries: int | None
+) -> T:
+    """Run one chat request; retry malformed replies, translate every endpoint failure."""
+    attempts = _attempts(max_retries)
+    for attempt in range(1, attempts + 1):
+        try:
+            return call()
+        except MALFORMED_REPLY_ERRORS as error:
+            if attempt == attempts:
+                raise endpoint_error(role, base_url, attempts, error) from error
+            time.sleep(_REPLY_RETRY_PAUSE_S * attempt)
+        except (openai.APIError, httpx.HTTPError) as error:
+            raise endpoint_error(role, base_url, attempts, error) from error
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+async def acall_with_reply_retries(
+    call: Callable[[], Awaitable[T]], *, role: str, base_url: str, max_retries: int | None
+) -> T:
+    """Async `call_with_reply_retries`."""
+    attempts = _attempts(max_retries)
+    for attempt in range(1, attempts + 1):
+        try:
+            return await call()
+        except MALFORMED_REPLY_ERRORS as error:
+            if attempt == attempts:
+                raise endpoint_error(role, base_url, attempts, error) from error
+            await asyncio.sleep(_REPLY_RETRY_PAUSE_S * attempt)
+        except (openai.APIError, httpx.HTTPError) as error:
+            raise endpoint_error(role, base_url, attempts, error) from error
+    raise AssertionError("unreachable")  # the loop returns or raises

@@ -1,0 +1,321 @@
+"""The credit-method seam: what the training graph asks a method at its credit stages.
+
+The loop is the same for every method: sample a batch -> rollouts -> credit units -> one credit
+call per unit -> a plan from all credit records -> utility bookkeeping -> operators -> gate ->
+commit. A `CreditMethod` decides the method-specific parts:
+
+- `rollouts_per_question()`: G (GRSE: the group size; MASkills: 1);
+- `credit_units(iteration, groups)`: which units a batch yields (GRSE: one per kept group;
+  MASkills: one per trajectory) and the records of groups it skips without a call;
+- `credit(unit, inputs)`: the credit call for one unit, returning its `CreditRecord`;
+- `failed_record(unit, inputs, error)`: the record of a unit whose credit call failed;
+- `plan(records, libraries, inputs)`: the iteration's `AggregationResult`;
+- `utility_rule()`: how the plan updates recorded utilities (GRSE replaces, MASkills averages);
+- `evolution()`: the operators, their order and settings;
+- `next_state(...)`: state carried to the next iteration (None for stateless methods);
+- `report_lines(records)` / `summary()`: the method's section of report.md and its header line.
+
+A method is a class with `name`, `title` (how report.md names it), `settings_type` (its
+`MethodSettings` subclass: the `TrainConfig.method` section) and `record_type` (its
+`CreditRecord` subclass, whose `method` field is the `Literal` of its name, so a record on disk
+names the method that wrote it), constructed from its settings. `BaseCreditMethod` supplies
+the defaults; register the class in `grse_graph.methods.registry`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
+
+from grse_graph.llm.provider import ChatModelProvider
+from grse_graph.methods.operators.base import OperatorSettings
+from grse_graph.methods.operators.registry import OPERATORS, Operator
+from grse_graph.methods.operators.schedule import OPERATOR_ORDER
+from grse_graph.methods.plan import AggregationResult
+from grse_graph.methods.utility import UtilityRule, replace_utilities
+from grse_graph.skills import SkillLibrary
+from grse_graph.tasks.base import Task, TaskQuestion
+from grse_graph.team.rollout import Rollout
+from grse_graph.team.spec import TeamSpec
+
+
+class MethodSettings(BaseModel):
+    """A method's knobs: the `method` section of `TrainConfig`, chosen by `name`.
+
+    Subclasses fix `name` to a `Literal` default and add their fields; every value has a
+    default, so `{"name": "grse"}` is a complete section.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+
+
+class ExternalMethodSettings(MethodSettings):
+    """The section of a method that is not one of `TrainConfig`'s built-in sections.
+
+    Its fields are kept as given; the method validates them with its own `settings_type`
+    when it is created (`grse_graph.methods.registry.create_method`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class CreditUnit(BaseModel):
+    """The input of one credit call: a question and the training rollouts it judges."""
+
+    model_config = ConfigDict(frozen=True)
+
+    unit_id: str
+    question_id: str
+    rollout_ids: list[str]
+
+
+class QuestionRollouts(BaseModel):
+    """One batch question's training rollouts (ids and rewards, in group order)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    question_id: str
+    rollout_ids: list[str]
+    rewards: list[float]
+
+
+class CreditRecord(BaseModel):
+    """What every method's credit record holds: one line of RUN/critiques.jsonl.
+
+    `method` is the discriminator: a subclass fixes it to the `Literal` of its method's name.
+    `kept` is False for a unit the method decided not to credit (for example a DAPO-filtered
+    group); `error` says why a credit call failed (the unit then contributes no evidence and
+    the report counts it).
+    """
+
+    method: str
+    iteration: int
+    unit_id: str
+    question_id: str
+    rollout_ids: list[str]
+    rewards: list[float]
+    kept: bool = True
+    error: str | None = None
+
+    @property
+    def credited(self) -> bool:
+        """Whether this record carries evidence (kept and its credit call succeeded)."""
+        return self.kept and self.error is None
+
+
+class CreditUnits(BaseModel):
+    """What a batch yields: the units to credit, and records of units skipped without a call."""
+
+    units: list[CreditUnit] = Field(default_factory=list)
+    skipped: list[SerializeAsAny[CreditRecord]] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CreditInputs:
+    """Everything one credit call may read (not persisted: it holds the provider)."""
+
+    iteration: int
+    question: TaskQuestion
+    libraries: Mapping[str, SkillLibrary]
+    rollouts: Sequence[Rollout]
+    provider: ChatModelProvider
+    team: TeamSpec
+    task: Task
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """Everything the plan stage may read. `state` is the method's state after the previous
+    iteration (None at the start and for stateless methods)."""
+
+    iteration: int
+    provider: ChatModelProvider
+    team: TeamSpec
+    state: BaseModel | None = None
+
+
+@dataclass(frozen=True)
+class EvolutionSpec:
+    """The operators a method runs: `order` filtered by the run's `OperatorSchedule` at each
+    iteration, looked up in `operators`, with `settings` (caps, prune threshold, new skills
+    per agent)."""
+
+    order: tuple[str, ...] = OPERATOR_ORDER
+    settings: OperatorSettings = field(default_factory=OperatorSettings)
+    operators: Mapping[str, Operator] = field(default_factory=lambda: OPERATORS)
+
+
+R = TypeVar("R", bound=CreditRecord)
+S = TypeVar("S", bound=MethodSettings)
+
+
+class CreditMethod(Protocol):
+    """A training credit method, as the training graph calls it (see the module docstring)."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    settings_type: ClassVar[type[MethodSettings]]
+    record_type: ClassVar[type[CreditRecord]]
+    state_type: ClassVar[type[BaseModel] | None]
+    settings: MethodSettings
+
+    def rollouts_per_question(self) -> int:
+        """Training rollouts per batch question (G)."""
+        ...
+
+    def credit_units(self, iteration: int, groups: Sequence[QuestionRollouts]) -> CreditUnits:
+        """The units to credit and the records of skipped ones (deterministic unit ids)."""
+        ...
+
+    async def credit(self, unit: CreditUnit, inputs: CreditInputs) -> CreditRecord:
+        """One credit call. May raise `StructuredOutputError` or `ModelRequestRefused`; the
+        graph then stores `failed_record(...)` and the run goes on."""
+        ...
+
+    def failed_record(self, unit: CreditUnit, inputs: CreditInputs, error: str) -> CreditRecord:
+        """The record of a unit whose credit call failed with `error`."""
+        ...
+
+    async def plan(
+        self,
+        records: Sequence[CreditRecord],
+        libraries: Mapping[str, SkillLibrary],
+        inputs: PlanInputs,
+    ) -> AggregationResult:
+        """The iteration's edit directions and induction evidence from all its credit records
+        (kept, failed and skipped ones alike, in file order)."""
+        ...
+
+    def next_state(
+        self,
+        state: BaseModel | None,
+        records: Sequence[CreditRecord],
+        aggregation: AggregationResult,
+    ) -> BaseModel | None:
+        """The state to carry into the next iteration (stored in RUN/method_state.jsonl)."""
+        ...
+
+    def utility_rule(self) -> UtilityRule:
+        """The rule that turns the plan into recorded utilities."""
+        ...
+
+    def evolution(self) -> EvolutionSpec:
+        """The operators, their order and settings."""
+        ...
+
+    def summary(self) -> str:
+        """One line naming the method's settings, for the report header."""
+        ...
+
+    def report_lines(self, records: Sequence[CreditRecord]) -> list[str]:
+        """The method's markdown section of report.md (starting with its `## ` heading)."""
+        ...
+
+
+@runtime_checkable
+class LoopMethod(Protocol):
+    """A method that runs its own round loop instead of the shared one (SkillMAS: a fixed
+    subset every round, no gate, a team that changes between rounds). `training_graph(ctx)`
+    returns the uncompiled `StateGraph` built from `training` units over the `TrainingContext`
+    `ctx`; the runner compiles and runs it like the shared loop."""
+
+    def training_graph(self, ctx: Any) -> Any: ...
+
+
+class BaseCreditMethod(Generic[S, R]):
+    """Defaults for a `CreditMethod`: one rollout per question, one unit per rollout, no
+    state, GRSE's replace rule, the shared operators in `OPERATOR_ORDER`, a generic report.
+
+    A subclass sets `name`, `settings_type`, `record_type` and implements `credit` and
+    `plan`; everything else is optional.
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str] = "Training"
+    settings_type: ClassVar[type[MethodSettings]] = MethodSettings
+    record_type: ClassVar[type[CreditRecord]] = CreditRecord
+    state_type: ClassVar[type[BaseModel] | None] = None
+
+    def __init__(self, settings: S) -> None:
+        self.settings: S = settings
+
+    def rollouts_per_question(self) -> int:
+        return 1
+
+    def credit_units(self, iteration: int, groups: Sequence[QuestionRollouts]) -> CreditUnits:
+        """One unit per rollout, id ``<rollout id>-credit`` (rollout ids name the iteration)."""
+        return CreditUnits(
+            units=[
+                CreditUnit(
+                    unit_id=f"{rid}-credit",
+                    question_id=g.question_id,
+                    rollout_ids=[rid],
+                )
+                for g in groups
+                for rid in g.rollout_ids
+            ]
+        )
+
+    async def credit(self, unit: CreditUnit, inputs: CreditInputs) -> R:
+        raise NotImplementedError(f"{type(self).__name__} must implement credit")
+
+    async def plan(
+        self,
+        records: Sequence[CreditRecord],
+        libraries: Mapping[str, SkillLibrary],
+        inputs: PlanInputs,
+    ) -> AggregationResult:
+        raise NotImplementedError(f"{type(self).__name__} must implement plan")
+
+    def base_fields(self, unit: CreditUnit, inputs: CreditInputs) -> dict[str, Any]:
+        """The `CreditRecord` fields every record of `unit` carries."""
+        return {
+            "method": self.name,
+            "iteration": inputs.iteration,
+            "unit_id": unit.unit_id,
+            "question_id": unit.question_id,
+            "rollout_ids": list(unit.rollout_ids),
+            "rewards": [r.reward for r in inputs.rollouts],
+        }
+
+    def failed_record(self, unit: CreditUnit, inputs: CreditInputs, error: str) -> CreditRecord:
+        return self.record_type.model_validate({**self.base_fields(unit, inputs), "error": error})
+
+    def next_state(
+        self,
+        state: BaseModel | None,
+        records: Sequence[CreditRecord],
+        aggregation: AggregationResult,
+    ) -> BaseModel | None:
+        return None
+
+    def utility_rule(self) -> UtilityRule:
+        return replace_utilities
+
+    def evolution(self) -> EvolutionSpec:
+        return EvolutionSpec()
+
+    def summary(self) -> str:
+        fields = self.settings.model_dump(exclude={"name"})
+        shown = ", ".join(f"{k}={v}" for k, v in fields.items() if not isinstance(v, dict))
+        return f"method {self.name}" + (f": {shown}" if shown else "")
+
+    def report_lines(self, records: Sequence[CreditRecord]) -> list[str]:
+        lines = [
+            "## Credit",
+            "",
+            "| iteration | units | credited | skipped | failed |",
+            "| ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for t in sorted({r.iteration for r in records}):
+            rows = [r for r in records if r.iteration == t]
+            lines.append(
+                f"| {t} | {len(rows)} | {sum(r.credited for r in rows)} | "
+                f"{sum(not r.kept for r in rows)} | {sum(r.error is not None for r in rows)} |"
+            )
+        return lines

@@ -1,0 +1,207 @@
+"""GRSE behind the credit-method seam: groups of G rollouts, the group-relative critic, the
+aggregation into edit directions and induction patterns, and the replace utility rule."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from grse_graph.llm.tokens import CountsTokens
+from grse_graph.methods.base import (
+    BaseCreditMethod,
+    CreditInputs,
+    CreditRecord,
+    CreditUnit,
+    CreditUnits,
+    EvolutionSpec,
+    MethodSettings,
+    PlanInputs,
+    QuestionRollouts,
+)
+from grse_graph.methods.grse.advantages import DEFAULT_EPS, group_advantages, keep_group
+from grse_graph.methods.grse.aggregate import (
+    DEFAULT_AGGREGATE_MAX_TOKENS,
+    AggregationSettings,
+    aggregate,
+)
+from grse_graph.methods.grse.critic import GroupCritic
+from grse_graph.methods.grse.critic_schema import CritiqueResult
+from grse_graph.methods.grse.payload import PayloadLimits
+from grse_graph.methods.operators.base import OperatorSettings
+from grse_graph.methods.plan import AggregationResult, DiagnosisCounts
+from grse_graph.skills import SkillLibrary
+
+DEFAULT_PAYLOAD_TOKENS = 6000
+"""The critic payload's token budget: it fits the embedded engine's 8,192-token context next to
+the critic's prompt, schema and 1,024-token answer. Raise it for a long-context critic."""
+
+
+class GrseSettings(MethodSettings):
+    """GRSE's section of `TrainConfig` (paper defaults: G = 4, critic cap from the role)."""
+
+    name: Literal["grse"] = "grse"
+    group_size: int = Field(default=4, ge=1)
+    eps: float = Field(default=DEFAULT_EPS, gt=0.0)
+    dapo_filter: bool = False
+    structured: bool = True
+    with_labels: bool = False
+    critic_max_tokens: int | None = Field(
+        default=None, ge=1, description="critic cap; None: the critic role's (paper: 4,000)"
+    )
+    payload_limits: PayloadLimits = Field(
+        default_factory=lambda: PayloadLimits(max_tokens=DEFAULT_PAYLOAD_TOKENS)
+    )
+    aggregation: AggregationSettings = Field(default_factory=AggregationSettings)
+    aggregate_max_tokens: int = Field(default=DEFAULT_AGGREGATE_MAX_TOKENS, ge=1)
+    operators: OperatorSettings = Field(default_factory=OperatorSettings)
+
+
+class CritiqueRecord(CreditRecord):
+    """GRSE's credit record: one question's group, its advantages and the checked critique.
+
+    `result` is None when the group was not sent to the critic (`kept` False: DAPO filter) or
+    when the critic failed (`error` says why; the question then contributes no evidence).
+    """
+
+    method: Literal["grse"] = "grse"
+    advantages: list[float]
+    result: CritiqueResult | None = None
+
+
+def critic_unit_id(iteration: int, question_id: str) -> str:
+    """Id of the critic call for one question's group in an iteration."""
+    return f"it{iteration}-{question_id}-critic"
+
+
+class GrseMethod(BaseCreditMethod[GrseSettings, CritiqueRecord]):
+    """Group-relative structured credit (GUIDE §3)."""
+
+    name: ClassVar[str] = "grse"
+    title: ClassVar[str] = "GRSE"
+    settings_type: ClassVar[type[MethodSettings]] = GrseSettings
+    record_type: ClassVar[type[CreditRecord]] = CritiqueRecord
+
+    def rollouts_per_question(self) -> int:
+        return self.settings.group_size
+
+    def credit_units(self, iteration: int, groups: Sequence[QuestionRollouts]) -> CreditUnits:
+        """One unit per kept group; a group the DAPO filter drops is recorded, not critiqued."""
+        s = self.settings
+        out = CreditUnits()
+        for group in groups:
+            unit_id = critic_unit_id(iteration, group.question_id)
+            if keep_group(group.rewards, s.dapo_filter, s.eps):
+                out.units.append(
+                    CreditUnit(
+                        unit_id=unit_id,
+                        question_id=group.question_id,
+                        rollout_ids=list(group.rollout_ids),
+                    )
+                )
+                continue
+            out.skipped.append(
+                CritiqueRecord(
+                    iteration=iteration,
+                    unit_id=unit_id,
+                    question_id=group.question_id,
+                    rollout_ids=list(group.rollout_ids),
+                    rewards=list(group.rewards),
+                    advantages=group_advantages(group.rewards, s.eps),
+                    kept=False,
+                )
+            )
+        return out
+
+    def critic(self, inputs: CreditInputs) -> GroupCritic:
+        """The group critic with this run's settings."""
+        s = self.settings
+        provider = inputs.provider
+        return GroupCritic(
+            provider,
+            max_tokens=s.critic_max_tokens,
+            structured=s.structured,
+            with_labels=s.with_labels,
+            limits=s.payload_limits,
+            observed_skill_use={a.name: a.skill_mode != "inline" for a in inputs.team.agents},
+            token_counter=(
+                provider.token_counter("critic") if isinstance(provider, CountsTokens) else None
+            ),
+            answer_length_note=inputs.task.name == "hotpotqa"
+            or inputs.question.context.get("metric") == "hotpotqa",
+        )
+
+    async def credit(self, unit: CreditUnit, inputs: CreditInputs) -> CritiqueRecord:
+        rewards = [r.reward for r in inputs.rollouts]
+        advantages = group_advantages(rewards, self.settings.eps)
+        result = await self.critic(inputs).critique(
+            inputs.question, inputs.libraries, inputs.rollouts, advantages
+        )
+        return CritiqueRecord(
+            **self.base_fields(unit, inputs), advantages=advantages, result=result
+        )
+
+    def failed_record(self, unit: CreditUnit, inputs: CreditInputs, error: str) -> CritiqueRecord:
+        rewards = [r.reward for r in inputs.rollouts]
+        return CritiqueRecord(
+            **self.base_fields(unit, inputs),
+            advantages=group_advantages(rewards, self.settings.eps),
+            error=error,
+        )
+
+    async def plan(
+        self,
+        records: Sequence[CreditRecord],
+        libraries: Mapping[str, SkillLibrary],
+        inputs: PlanInputs,
+    ) -> AggregationResult:
+        results = [r.result for r in _critiques(records) if r.result is not None]
+        return await aggregate(
+            results,
+            libraries,
+            inputs.provider,
+            max_tokens=self.settings.aggregate_max_tokens,
+            settings=self.settings.aggregation,
+        )
+
+    def evolution(self) -> EvolutionSpec:
+        return EvolutionSpec(settings=self.settings.operators)
+
+    def summary(self) -> str:
+        s = self.settings
+        return (
+            f"group size G={s.group_size}, structured={s.structured}, "
+            f"dapo_filter={s.dapo_filter}, with_labels={s.with_labels}"
+        )
+
+    def report_lines(self, records: Sequence[CreditRecord]) -> list[str]:
+        critiques = _critiques(records)
+        out = [
+            "## Critic",
+            "",
+            "| iteration | groups | kept | critic failed | accepted | repaired | dropped "
+            "| hypotheses | payload chars | naive chars | payload tokens |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for t in sorted({c.iteration for c in critiques}):
+            rows = [c for c in critiques if c.iteration == t]
+            counts = DiagnosisCounts()
+            payload = naive = tokens = 0
+            for c in rows:
+                if c.result is not None:
+                    counts = counts + c.result.counts
+                    payload += c.result.payload_chars
+                    naive += c.result.naive_payload_chars
+                    tokens += c.result.payload_tokens or 0
+            out.append(
+                f"| {t} | {len(rows)} | {sum(c.kept for c in rows)} | "
+                f"{sum(c.error is not None for c in rows)} | {counts.accepted} | "
+                f"{counts.repaired} | {counts.dropped} | {counts.hypothesis} | {payload} | "
+                f"{naive} | {tokens or '-'} |"
+            )
+        return out
+
+
+def _critiques(records: Sequence[CreditRecord]) -> list[CritiqueRecord]:
+    return [r for r in records if isinstance(r, CritiqueRecord)]

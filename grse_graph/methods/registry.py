@@ -1,0 +1,76 @@
+"""`create_method(settings)`: the one way to get a credit method, and `TrainConfig`'s section.
+
+Built-in methods are listed in `_builtin()`; a caller with its own method passes a mapping that
+adds it (`{**BUILTIN_METHODS, "mine": MyMethod}`) wherever a `methods` argument is taken, so
+adding a method changes nothing in the training package. `MethodSection` is the type of
+`TrainConfig.method`: the built-in settings classes, discriminated by `name`; any other name is
+kept as `ExternalMethodSettings` and validated by its method's own `settings_type` here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated, Any
+
+from pydantic import Discriminator, Tag, ValidationError
+
+from grse_graph.errors import ConfigError
+from grse_graph.methods.base import BaseCreditMethod, CreditMethod, ExternalMethodSettings
+from grse_graph.methods.base import MethodSettings as MethodSettings
+from grse_graph.methods.grse.method import GrseMethod, GrseSettings
+from grse_graph.methods.maskills import MaskillsMethod, MaskillsSettings
+from grse_graph.methods.skillmas import SkillmasMethod, SkillmasSettings
+
+MethodClass = type[BaseCreditMethod[Any, Any]]
+
+
+def _builtin() -> dict[str, MethodClass]:
+    return {"grse": GrseMethod, "maskills": MaskillsMethod, "skillmas": SkillmasMethod}
+
+
+BUILTIN_METHODS: Mapping[str, MethodClass] = MappingProxyType(_builtin())
+"""The built-in methods by name (read-only)."""
+
+METHOD_NAMES: tuple[str, ...] = tuple(BUILTIN_METHODS)
+
+_EXTERNAL = "external"
+
+
+def _section_tag(value: Any) -> str:
+    name = value.get("name", "grse") if isinstance(value, dict) else getattr(value, "name", None)
+    return name if isinstance(name, str) and name in BUILTIN_METHODS else _EXTERNAL
+
+
+MethodSection = Annotated[
+    Annotated[GrseSettings, Tag("grse")]
+    | Annotated[MaskillsSettings, Tag("maskills")]
+    | Annotated[SkillmasSettings, Tag("skillmas")]
+    | Annotated[ExternalMethodSettings, Tag(_EXTERNAL)],
+    Discriminator(_section_tag),
+]
+"""The type of `TrainConfig.method`: a built-in method's settings, chosen by `name`."""
+
+
+def method_class(name: str, methods: Mapping[str, MethodClass] = BUILTIN_METHODS) -> MethodClass:
+    """The class registered under `name` (`ConfigError` naming the known ones otherwise)."""
+    if name not in methods:
+        raise ConfigError(f"unknown training method '{name}' (known: {', '.join(methods)})")
+    return methods[name]
+
+
+def create_method(
+    settings: MethodSettings, methods: Mapping[str, MethodClass] = BUILTIN_METHODS
+) -> CreditMethod:
+    """The method `settings.name` constructed from its settings (validated by its own
+    `settings_type` when they arrived as `ExternalMethodSettings`)."""
+    cls = method_class(settings.name, methods)
+    if not isinstance(settings, cls.settings_type):
+        try:
+            settings = cls.settings_type.model_validate(settings.model_dump())
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "settings"
+            raise ConfigError(f"method {cls.name}: {where}: {first['msg']}") from None
+    method: CreditMethod = cls(settings)
+    return method

@@ -1,0 +1,169 @@
+"""SkillMAS's section of report.md: rounds, utility tables over rounds, the pool's promotions,
+each restructuring decision with the team before and after, and the best round."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .state import SkillmasState
+
+if TYPE_CHECKING:
+    from .method import SkillmasRecord
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def round_score(state: SkillmasState, checkpoint: str) -> float | None:
+    """The score that picks the checkpoint: train success, or the validation score."""
+    if state.round is None:
+        return None
+    return state.round.success_rate if checkpoint == "train" else state.round.validation_score
+
+
+def best_round(states: Sequence[SkillmasState], checkpoint: str = "train") -> SkillmasState | None:
+    """The state whose round scored best (ties: the earlier round)."""
+    best: tuple[float, SkillmasState] | None = None
+    for state in states:
+        score = round_score(state, checkpoint)
+        if score is not None and (best is None or score > best[0]):
+            best = (score, state)
+    return best[1] if best else None
+
+
+def report_lines(
+    records: Sequence[SkillmasRecord], states: Sequence[SkillmasState], checkpoint: str = "train"
+) -> list[str]:
+    """The "## SkillMAS rounds" section; the best round by `checkpoint`."""
+    out = ["## SkillMAS rounds", ""]
+    judged = sum(r.judge_calls for r in records)
+    signals = [s for r in records for s in r.signals]
+    with_skills = sum(bool(s.selected) for s in signals)
+    out.append(
+        f"{len(records)} traces; steps with selected skills {with_skills}, "
+        f"explicit signal {sum(s.explicit for s in signals)}, judge calls {judged}, "
+        f"judge failures {sum(s.judge_error is not None for s in signals)}."
+    )
+    out += [
+        "",
+        "| round | episodes | train success | by task type | validation | retained | diagnosed "
+        "| local | actions | drop |",
+        "| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    rounds = [s for s in states if s.round is not None]
+    for state in rounds:
+        r = state.round
+        assert r is not None
+        kinds: dict[str, int] = {}
+        for a in r.actions:
+            kinds[a.kind] = kinds.get(a.kind, 0) + 1
+        label = f"{r.iteration}" + (" (measure)" if r.measurement else "")
+        by_type = ", ".join(f"{k} {v:.2f}" for k, v in r.success_by_type.items())
+        out.append(
+            f"| {label} | {r.episodes} | {r.success_rate:.3f} | {by_type} | "
+            f"{'-' if r.validation_score is None else f'{r.validation_score:.3f}'} | "
+            f"{len(r.retained)} | "
+            f"{len(r.diagnoses)} | {sum(d.locally_diagnosable for d in r.diagnoses)} | "
+            f"{', '.join(f'{k} {v}' for k, v in sorted(kinds.items())) or '-'} | "
+            f"{'-' if r.drop is None else f'{r.drop:.3f}'} |"
+        )
+    best = best_round(rounds, checkpoint)
+    if best is not None and best.round is not None:
+        where = "the train subset" if checkpoint == "train" else "the validation split"
+        out += [
+            "",
+            f"Best round on {where}: {best.round.iteration} "
+            f"(score {round_score(best, checkpoint):.3f}); the state it executed is "
+            f"libraries/iter_{best.round.iteration - 1} with the team and pool of "
+            f"method_state.jsonl iteration {best.round.iteration - 1}.",
+        ]
+    out += ["", "### Skill Utility over rounds (global q / n)", ""]
+    ids = sorted({i for s in rounds for i in s.skills.skills})
+    if ids:
+        out += [
+            "| skill | " + " | ".join(f"r{s.iteration}" for s in rounds) + " |",
+            "| --- |" + " ---: |" * len(rounds),
+        ]
+        for i in ids:
+            cells = []
+            for s in rounds:
+                rec = s.skills.skills.get(i)
+                cells.append(f"{rec.overall.q:.3f} / {rec.overall.n}" if rec else "-")
+            out.append(f"| {_cell(i)} | " + " | ".join(cells) + " |")
+    else:
+        out.append("No skill was used yet.")
+    out += ["", "### Executor Utility over rounds (global q; per task type)", ""]
+    agents = sorted({a for s in rounds for a in s.executors.agents})
+    if agents:
+        out += [
+            "| agent | " + " | ".join(f"r{s.iteration}" for s in rounds) + " |",
+            "| --- |" + " --- |" * len(rounds),
+        ]
+        for agent in agents:
+            cells = []
+            for s in rounds:
+                arec = s.executors.agents.get(agent)
+                if arec is None:
+                    cells.append("-")
+                    continue
+                tasks = ", ".join(f"{t} {e.q:.2f}/{e.n}" for t, e in sorted(arec.tasks.items()))
+                cells.append(f"{arec.overall.q:.3f} ({tasks})")
+            out.append(f"| {agent} | " + " | ".join(cells) + " |")
+    out += [
+        "",
+        "### Skill actions",
+        "",
+        "| round | action | agent | skill | task type | detail |",
+        "| ---: | --- | --- | --- | --- | --- |",
+    ]
+    for s in rounds:
+        assert s.round is not None
+        for action in s.round.actions:
+            out.append(
+                f"| {s.round.iteration} | {action.kind} | {action.agent or '-'} | "
+                f"{action.skill or '-'} | {action.task_type or '-'} | "
+                f"{_cell(action.detail)[:160]} |"
+            )
+    out += [
+        "",
+        "### Validation pool",
+        "",
+        "| round | agent | skill | uses | successes | decision |",
+        "| ---: | --- | --- | ---: | ---: | --- |",
+    ]
+    for s in rounds:
+        assert s.round is not None
+        for pd in s.round.pool:
+            out.append(
+                f"| {s.round.iteration} | {pd.agent} | {pd.skill} | {pd.uses} | "
+                f"{pd.successes} | {pd.decision}: {_cell(pd.reason)} |"
+            )
+    out += [
+        "",
+        "### Restructuring",
+        "",
+        "| round | decision | task type | agent | guard | team before | team after | evidence |",
+        "| ---: | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for s in rounds:
+        assert s.round is not None
+        decision = s.round.restructuring
+        if decision is None:
+            continue
+        ev = decision.evidence
+        evidence = (
+            f"{ev.failures} failures, {ev.successes} successes, overlap {ev.overlap:.2f}, "
+            f"handoff {ev.handoff_failures}, reasons {', '.join(ev.reasons)}"
+            if ev
+            else "-"
+        )
+        d = decision
+        out.append(
+            f"| {s.round.iteration} | {d.action}: {_cell(d.reason)} | {d.task_type or '-'} | "
+            f"{d.agent or '-'}{f' (removed {d.removed})' if d.removed else ''} | "
+            f"{_cell(d.guard or '-')} | {' > '.join(d.team_before)} | {' > '.join(d.team_after)} | "
+            f"{_cell(evidence)} |"
+        )
+    return out

@@ -1,0 +1,272 @@
+"""One SkillMAS round after execution (spec §1.2, §9.3 steps 3-8): utility learning,
+retained evidence, diagnosis, skill evolution, pool evaluation and restructuring, giving the
+next state X_{r+1} (tables, counters, pool, team) and the next libraries."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from grse_graph.llm.provider import ChatModelProvider
+from grse_graph.skills import SkillLibrary
+from grse_graph.team.rollout import Rollout
+
+from .diagnosis import cluster_failures, diagnose
+from .evolution import (
+    EvolutionWork,
+    RoundEvidence,
+    create,
+    drop_observed,
+    evaluate_pool,
+    learn,
+    prune,
+    refine,
+)
+from .restructure import Decision, build_artifacts, decide
+from .retention import retain
+from .settings import SkillmasSettings
+from .skills import LINEAGE_KEY, lineage_id
+from .state import RetainedLine, RoundRecord, SkillmasState
+from .tables import ExecutorUtilityTable, SkillUtilityTable
+from .team import TeamMember, boundary_note, insert_before_final, specialist_name, specialist_role
+from .trace import VerifiedTrace
+
+
+def learn_utilities(
+    skills: SkillUtilityTable,
+    executors: ExecutorUtilityTable,
+    traces: Sequence[VerifiedTrace],
+    libraries: Mapping[str, SkillLibrary],
+) -> tuple[SkillUtilityTable, ExecutorUtilityTable]:
+    """R = y: Q^s for every (agent, used skill), Q^a for every agent with a step."""
+    for trace in traces:
+        reward = 1.0 if trace.success else 0.0
+        for agent, names in trace.used.items():
+            library = libraries.get(agent)
+            for name in names:
+                skill_id = (
+                    lineage_id(library.get(name), agent)
+                    if library is not None and library.has(name)
+                    else f"{agent}/{name}"
+                )
+                skills = skills.update(skill_id, trace.task_type, agent, reward)
+        for agent in trace.executors:
+            executors = executors.update(agent, trace.task_type, reward)
+    return skills, executors
+
+
+def success_by_type(traces: Sequence[VerifiedTrace]) -> dict[str, float]:
+    out: dict[str, list[bool]] = {}
+    for t in traces:
+        out.setdefault(t.task_type, []).append(t.success)
+    return {k: sum(v) / len(v) for k, v in sorted(out.items())}
+
+
+@dataclass(frozen=True)
+class RoundOutcome:
+    """The next state and libraries (by agent, including an added specialist)."""
+
+    state: SkillmasState
+    libraries: dict[str, SkillLibrary]
+
+
+def measurement(
+    state: SkillmasState, iteration: int, traces: Sequence[VerifiedTrace]
+) -> SkillmasState:
+    """The state after an execution-only round (X_{R+1} measured, nothing learned)."""
+    rate = sum(t.success for t in traces) / len(traces) if traces else 0.0
+    record = RoundRecord(
+        iteration=iteration,
+        measurement=True,
+        episodes=len(traces),
+        success_rate=rate,
+        success_by_type=success_by_type(traces),
+    )
+    return state.model_copy(update={"iteration": iteration, "round": record})
+
+
+def apply_decision(
+    decision: Decision,
+    members: list[TeamMember],
+    libraries: dict[str, SkillLibrary],
+    executors: ExecutorUtilityTable,
+    library_limit: int,
+    status: dict[str, dict[str, str]],
+) -> tuple[Decision, list[TeamMember], dict[str, SkillLibrary], ExecutorUtilityTable]:
+    """Apply keep/add/modify/merge (spec §6.3): "add" copies skills to a new specialist,
+    "modify" gives one agent the pending skills and a boundary note, "merge" moves the removed
+    agent's skills to the target and deletes the removed agent (its Q^a record stays)."""
+    libraries = dict(libraries)
+    evidence = decision.evidence
+    tau = decision.task_type or ""
+    reasons = evidence.reasons if evidence else []
+
+    def copy_into(target: str, refs: Sequence[str]) -> list[str]:
+        given = []
+        for ref in refs:
+            agent, _, name = ref.partition("/")
+            source = libraries.get(agent)
+            library = libraries[target]
+            if source is None or not source.has(name) or library.has(name):
+                continue
+            if library.limit is not None and len(library) >= library.limit:
+                break
+            skill = source.get(name)
+            copy = skill.model_copy(
+                update={"metadata": {**skill.metadata, LINEAGE_KEY: lineage_id(skill, agent)}}
+            )
+            libraries[target] = library.add(copy)
+            state = status.get(agent, {}).get(name, "active")
+            status.setdefault(target, {})[name] = state
+            given.append(ref)
+        return given
+
+    if decision.action == "add":
+        name = specialist_name(tau, [m.name for m in members])
+        member = TeamMember(
+            name=name, seed=False, role=specialist_role(tau), targets=[tau], reason=decision.reason
+        )
+        members = insert_before_final(members, member)
+        libraries[name] = SkillLibrary.empty(name, library_limit)
+        given = copy_into(name, decision.skills)
+        executors = executors.initialize_extension(name, executors.task_baseline(tau), [tau])
+        decision = decision.model_copy(
+            update={"agent": name, "skills": given, "team_after": [m.name for m in members]}
+        )
+    elif decision.action == "modify" and decision.agent:
+        given = copy_into(decision.agent, decision.skills)
+        note = boundary_note(tau, reasons)
+        members = [
+            m.model_copy(update={"boundary": note}) if m.name == decision.agent else m
+            for m in members
+        ]
+        decision = decision.model_copy(update={"skills": given})
+    elif decision.action == "merge" and decision.agent and decision.removed:
+        removed = libraries.get(decision.removed, SkillLibrary.empty(decision.removed))
+        given = copy_into(decision.agent, [f"{decision.removed}/{s}" for s in removed.names()])
+        given += copy_into(decision.agent, evidence.pending if evidence else [])
+        note = boundary_note(tau, reasons)
+        members = [
+            m.model_copy(update={"boundary": note}) if m.name == decision.agent else m
+            for m in members
+            if m.name != decision.removed
+        ]
+        libraries.pop(decision.removed, None)
+        status.pop(decision.removed, None)
+        decision = decision.model_copy(
+            update={"skills": given, "team_after": [m.name for m in members]}
+        )
+    return decision, members, libraries, executors
+
+
+async def update_round(
+    state: SkillmasState,
+    *,
+    iteration: int,
+    traces: Sequence[VerifiedTrace],
+    judge_calls: int,
+    libraries: Mapping[str, SkillLibrary],
+    rollouts: Mapping[str, Rollout],
+    gold: Mapping[str, str],
+    provider: ChatModelProvider,
+    settings: SkillmasSettings,
+    library_limit: int,
+) -> RoundOutcome:
+    """Round r's learning, evidence, evolution and restructuring on its executed traces."""
+    skills_q, executors_q = learn_utilities(state.skills, state.executors, traces, libraries)
+    retention = retain(traces, state.failure_counts)
+    clusters = cluster_failures(retention.items, traces)
+    diagnoses = await diagnose(
+        clusters,
+        rollouts=rollouts,
+        gold=gold,
+        libraries=libraries,
+        provider=provider,
+        max_tokens=settings.analyst_max_tokens,
+    )
+    members = list(state.members)
+    work = EvolutionWork(
+        libraries=dict(libraries),
+        status={a: dict(s) for a, s in state.status.items()},
+        table=skills_q,
+        parents=dict(state.parents),
+    )
+    evidence = RoundEvidence(
+        round=iteration,
+        traces=traces,
+        retained=retention.items,
+        diagnoses=diagnoses,
+        agents=[m.name for m in members],
+        final_agent=members[-1].name,
+    )
+    await learn(work, evidence, provider)
+    await create(work, evidence, provider, settings.create_requires_diagnosis)
+    await refine(work, evidence, provider)
+    prune(work)
+    rate = sum(t.success for t in traces) / len(traces) if traces else 0.0
+    drop = drop_observed(state.previous_success_rate, rate)
+    evaluate_pool(work, traces, settings.pool_min_uses, settings.pool_min_success_rate)
+    pending = list(dict.fromkeys([*work.new_skills, *work.promoted]))
+    owned = {
+        agent: [lineage_id(s, agent) for s in lib.skills] for agent, lib in work.libraries.items()
+    }
+    handoff = {r for d in diagnoses if d.tag == "handoff-to-structure" for r in d.rollout_ids}
+    artifacts = build_artifacts(retention.items, pending, owned, executors_q, handoff)
+    decision = decide(
+        artifacts,
+        members,
+        mode=settings.restructure,
+        max_agents=settings.max_agents,
+        previous_mass=state.failure_mass,
+        repaired_types=state.repaired_types,
+    )
+    decision, members, next_libraries, executors_q = apply_decision(
+        decision,
+        members,
+        work.libraries,
+        executors_q,
+        library_limit,
+        work.status,  # type: ignore[arg-type]
+    )
+    record = RoundRecord(
+        iteration=iteration,
+        episodes=len(traces),
+        success_rate=rate,
+        success_by_type=success_by_type(traces),
+        judge_calls=judge_calls,
+        retained=[
+            RetainedLine(
+                rollout_id=i.trace.rollout_id,
+                task_type=i.trace.task_type,
+                success=i.trace.success,
+                reasons=list(i.reasons),
+                priority=i.priority,
+            )
+            for i in retention.items
+        ],
+        diagnoses=diagnoses,
+        actions=work.actions,
+        pool=work.pool,
+        drop=drop,
+        restructuring=decision,
+    )
+    mass: dict[str, int] = {}
+    for item in retention.items:
+        if not item.trace.success:
+            mass[item.trace.task_type] = mass.get(item.trace.task_type, 0) + 1
+    new_state = state.model_copy(
+        update={
+            "iteration": iteration,
+            "skills": work.table,
+            "executors": executors_q,
+            "failure_counts": retention.failure_counts,
+            "status": work.status,
+            "members": members,
+            "parents": work.parents,
+            "previous_success_rate": rate,
+            "failure_mass": mass,
+            "repaired_types": sorted(set(work.repaired_types)),
+            "round": record,
+        }
+    )
+    return RoundOutcome(state=new_state, libraries=next_libraries)

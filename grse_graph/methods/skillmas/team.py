@@ -1,0 +1,127 @@
+"""The team as SkillMAS training state (spec §6, §9.2 row 19): seed agents plus specialists
+added by restructuring, each with a role, task-type targets and a boundary note.
+
+A specialist is an `AgentSpec` of its own (`specialist-<tau>`), inserted just before the final
+agent and run only for questions whose task type is among its targets; it has no task tools and
+sees the earlier agents' tool results, so the tool budget stays with the seed retriever.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, Field
+
+from grse_graph.skills import SkillLibrary
+from grse_graph.team.spec import AgentSpec, TeamSpec
+
+from .trace import ALL_TYPES
+
+BOUNDARY_HEADING = "## SkillMAS boundary"
+
+
+class TeamMember(BaseModel):
+    """One agent of the trained team: a seed agent of the task's team or an added specialist."""
+
+    name: str
+    seed: bool
+    role: str = Field(default="", description="a specialist's role prompt (seeds: the task's)")
+    targets: list[str] = Field(default_factory=list, description="task types it runs for")
+    boundary: str = Field(default="", description="boundary note (replaced, never stacked)")
+    reason: str = ""
+
+
+def seed_members(team: TeamSpec) -> list[TeamMember]:
+    """The task's team as SkillMAS members (all seeds, in order)."""
+    return [TeamMember(name=name, seed=True) for name in team.agent_names]
+
+
+def specialist_name(task_type: str, taken: Sequence[str]) -> str:
+    """`specialist-<tau>` (lower-case words joined by hyphens), with -2, -3, ... if taken."""
+    slug = "-".join(re.findall(r"[a-z0-9]+", task_type.lower())) or "task"
+    name, n = f"specialist-{slug}", 2
+    while name in taken:
+        name, n = f"specialist-{slug}-{n}", n + 1
+    return name
+
+
+def specialist_role(task_type: str) -> str:
+    """The code's three-sentence specialist prompt, adapted to a QA team."""
+    return (
+        f"You are the specialist for '{task_type}' questions in this team. You run after the "
+        "earlier agents and before the final agent: read the question and their responses, "
+        "and hand the final agent a short, checked statement of the evidence and the answer it "
+        "supports. Use your assigned skills only when their applicability matches this "
+        "question. If something blocks you (missing evidence, conflicting responses), say so "
+        "explicitly so the final agent keeps the boundaries clear."
+    )
+
+
+def boundary_note(task_type: str, reasons: Sequence[str]) -> str:
+    """The boundary appendix: the agent's primary task region and what to hand on."""
+    listed = ", ".join(sorted(set(reasons))) or "retained evidence"
+    return (
+        f"{BOUNDARY_HEADING}\n\nYour primary task region is '{task_type}' questions "
+        f"(evidence: {listed}). Stay inside that region; hand anything outside it on in your "
+        "response instead of quietly doing it yourself."
+    )
+
+
+def runs_for(member: TeamMember, task_type: str) -> bool:
+    """Seeds always run; a specialist runs for its targets (and always when tau is `all`)."""
+    return (
+        member.seed or not member.targets or task_type == ALL_TYPES or task_type in member.targets
+    )
+
+
+def insert_before_final(members: Sequence[TeamMember], new: TeamMember) -> list[TeamMember]:
+    """The member list with `new` inserted just before the final agent."""
+    out = list(members)
+    out.insert(max(0, len(out) - 1), new)
+    return out
+
+
+def build_team(
+    seed_team: TeamSpec,
+    members: Sequence[TeamMember],
+    libraries: Mapping[str, SkillLibrary],
+    task_type: str,
+    role_suffix: str = "",
+) -> TeamSpec:
+    """The team that runs one question: the members that run for `task_type`, in order, each
+    with its (selected) library; `role_suffix` is appended to the role of every agent that was
+    given skills (the `Skills used:` request)."""
+    agents = []
+    for member in members:
+        if not runs_for(member, task_type):
+            continue
+        library = libraries.get(member.name, SkillLibrary.empty(member.name))
+        suffix = f"\n\n{role_suffix}" if role_suffix and library.skills else ""
+        note = f"\n\n{member.boundary}" if member.boundary else ""
+        if member.seed:
+            spec = seed_team.agent(member.name)
+            agents.append(
+                spec.model_copy(
+                    update={
+                        "role": spec.role + note + suffix,
+                        "role_by_kind": {
+                            k: v + note + suffix for k, v in spec.role_by_kind.items()
+                        },
+                        "library": library,
+                    }
+                )
+            )
+        else:
+            agents.append(
+                AgentSpec(
+                    name=member.name,
+                    role=member.role + note + suffix,
+                    tools=(),
+                    library=library,
+                    skill_mode=seed_team.agents[0].skill_mode,
+                    max_tool_calls=0,
+                    sees_tool_results=True,
+                )
+            )
+    return seed_team.model_copy(update={"agents": tuple(agents)})

@@ -1,0 +1,200 @@
+"""Verified traces (spec §0.1, §9.2 rows 2-5, 7, 26, 27): what one rollout tells SkillMAS.
+
+A step's used skills come from three signals, all stored (row 7): `tool` (load_skill/read_file
+invocations recorded by the team), `inline` (the skills named in the step's closing
+`Skills used:` line, which the inline rendering asks for) and `hints` (selected skills whose
+`allowed_tools` meet the tools the step called). When a step had selected skills and neither
+explicit signal (no invocation and no `Skills used:` line), a judge call (critic role) marks
+which selected skills the output followed: `judge`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, Field
+
+from grse_graph.metrics.analysis import answer_state
+from grse_graph.skills import SkillLibrary
+from grse_graph.team.rollout import Rollout, Step
+
+CORRECT_F1 = 0.5
+"""y = 1[F1 >= 0.5]: the project's "correct" answer state (row 2)."""
+ALL_TYPES = "all"
+SKILLS_USED_LINE = "Skills used:"
+_USED_LINE = re.compile(
+    r"^\s*(?:[*_`]+)?skills?\s+used(?:[*_`]+)?\s*[:：]\s*(.*)$", re.IGNORECASE | re.MULTILINE
+)
+_NONE_WORDS = frozenset({"", "none", "no", "n/a", "na", "-", "nothing", "null"})
+
+
+class StepSignals(BaseModel):
+    """The used-skill evidence of one agent step; `used` is what credit reads."""
+
+    index: int
+    agent: str
+    selected: list[str] = Field(default_factory=list)
+    tool: list[str] = Field(default_factory=list)
+    inline: list[str] | None = Field(
+        default=None, description="names on the step's Skills used: line; None: no line"
+    )
+    hints: list[str] = Field(default_factory=list)
+    judge: list[str] | None = Field(default=None, description="None: no judge call was made")
+    judge_error: str | None = None
+
+    @property
+    def explicit(self) -> bool:
+        """Whether the step itself said what it used (an invocation or a Skills used: line)."""
+        return bool(self.tool) or self.inline is not None
+
+    @property
+    def needs_judge(self) -> bool:
+        return bool(self.selected) and not self.explicit
+
+    @property
+    def used(self) -> list[str]:
+        """Explicit signals (and tool hints) when present, else the judge's marks (and hints)."""
+        found = set(self.tool) | set(self.inline or []) | set(self.hints)
+        if not self.explicit:
+            found |= set(self.judge or [])
+        return [s for s in self.selected if s in found]
+
+
+def parse_used_line(text: str, selected: Sequence[str]) -> list[str] | None:
+    """The selected skills named on the last `Skills used:` line (None without such a line;
+    an empty list for `Skills used: none`). Names outside the selection are ignored."""
+    matches = _USED_LINE.findall(text)
+    if not matches:
+        return None
+    raw = matches[-1]
+    names = {
+        part.strip().strip("`*'\".").lower()
+        for part in re.split(r"[,;]| and ", raw)
+        if part.strip().strip("`*'\".").lower() not in _NONE_WORDS
+    }
+    return [s for s in selected if s.lower() in names]
+
+
+def hint_matches(step: Step, library: SkillLibrary | None) -> list[str]:
+    """Selected skills whose `allowed_tools` meet the task tools this step called."""
+    if library is None:
+        return []
+    called = {c.name for c in step.tool_calls}
+    return [
+        s
+        for s in step.skills_present
+        if library.has(s) and called & set(library.get(s).allowed_tools)
+    ]
+
+
+def step_signals(rollout: Rollout, libraries: Mapping[str, SkillLibrary]) -> list[StepSignals]:
+    """The explicit signals of every step (the judge's marks are added by the credit call)."""
+    out = []
+    for step in rollout.steps:
+        selected = list(step.skills_present)
+        out.append(
+            StepSignals(
+                index=step.index,
+                agent=step.agent,
+                selected=selected,
+                tool=[s for s in step.skills_invoked if s in selected],
+                inline=parse_used_line(step.output, selected) if selected else None,
+                hints=hint_matches(step, libraries.get(step.agent)),
+            )
+        )
+    return out
+
+
+class VerifiedTrace(BaseModel):
+    """One episode as SkillMAS reads it (spec §0.1, mapped by §9.2)."""
+
+    rollout_id: str
+    question_id: str
+    task_type: str
+    task: str
+    success: bool
+    score: float | None = None
+    steps: int = 0
+    max_steps: int | None = None
+    selected: dict[str, list[str]] = Field(default_factory=dict)
+    used: dict[str, list[str]] = Field(default_factory=dict)
+    executors: list[str] = Field(default_factory=list)
+    tool_calls: int = 0
+    action_trace: list[str] = Field(default_factory=list)
+    error_message: str = ""
+    summary: str = ""
+
+
+def task_type_of(category: str | None, mode: str) -> str:
+    """tau: the question's category (row 1), or `all` (label-free)."""
+    if mode == ALL_TYPES or not category:
+        return ALL_TYPES
+    return str(category)
+
+
+def _clip(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def build_trace(
+    rollout: Rollout,
+    *,
+    question: str,
+    gold: str,
+    task_type: str,
+    signals: Sequence[StepSignals],
+    tool_budget: int,
+) -> VerifiedTrace:
+    """The verified trace of one rollout: success = F1 >= 0.5 (reward when the task has no F1),
+    steps = task-tool calls, maxSteps = the agents' tool budget (None when 0), error message =
+    the rollout error or the answer state, summary "Q | gold | pred | F1"."""
+    f1 = rollout.metrics.get("f1")
+    score = float(f1) if f1 is not None else float(rollout.reward)
+    calls = sum(len(s.tool_calls) for s in rollout.steps)
+    success = rollout.error is None and score >= CORRECT_F1
+    if rollout.error:
+        error = _clip(rollout.error, 160)
+    elif success:
+        error = ""
+    else:
+        error = answer_state(rollout.answer, min(1.0, max(0.0, score)))
+    actions: list[str] = []
+    for step in rollout.steps:
+        for call in step.tool_calls:
+            args = ", ".join(f"{k}={_clip(str(v), 40)}" for k, v in call.arguments.items())
+            matches = call.result.count("\n") + 1 if call.result.strip() else 0
+            actions.append(f"{step.agent} > {call.name}({args}) -> {matches} matches")
+        actions.append(f"{step.agent} > respond({_clip(step.output, 80)})")
+    executors: list[str] = []
+    for step in rollout.steps:
+        if step.agent not in executors:
+            executors.append(step.agent)
+    selected: dict[str, list[str]] = {}
+    used: dict[str, list[str]] = {}
+    for sig in signals:
+        selected.setdefault(sig.agent, [])
+        used.setdefault(sig.agent, [])
+        selected[sig.agent] += [s for s in sig.selected if s not in selected[sig.agent]]
+        used[sig.agent] += [s for s in sig.used if s not in used[sig.agent]]
+    return VerifiedTrace(
+        rollout_id=rollout.rollout_id,
+        question_id=rollout.question_id,
+        task_type=task_type,
+        task=question,
+        success=success,
+        score=score,
+        steps=calls,
+        max_steps=tool_budget or None,
+        selected=selected,
+        used=used,
+        executors=executors,
+        tool_calls=calls,
+        action_trace=actions,
+        error_message=error,
+        summary=(
+            f"Q: {_clip(question, 120)} | gold: {_clip(gold, 60)} | "
+            f"pred: {_clip(rollout.answer, 60)} | F1 {score:.2f}"
+        ),
+    )

@@ -1,0 +1,134 @@
+"""A training run's libraries as a pack (`grse skills export RUN PACK`).
+
+Training leaves `RUN/libraries/iter_<t>/<agent>/<skill>/SKILL.md`; iteration t >= 1 is complete
+once its gate record is in `RUN/gate.jsonl` (written after the libraries), iteration 0 is the
+start. Everything is read through the run folder's boundary, and each library is checked
+against the hash the gate recorded for it. The `grse-*` bookkeeping (utility, provenance,
+iteration, parent hash) can be stripped so it does not ship into production prompts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from grse_graph.errors import SkillError
+
+from .boundary import Boundary, decode_utf8
+from .library import SkillLibrary, read_library_folder
+from .limits import MAX_MANIFEST_BYTES, is_agent_name
+from .pack import export_pack
+from .text import shown
+
+LIBRARIES_DIR = "libraries"
+GATE_FILE = "gate.jsonl"
+CONFIG_FILE = "config.json"
+MAX_GATE_BYTES = 64 * 1024 * 1024
+_ITERATION = re.compile(r"^iter_(0|[1-9][0-9]{0,8})$")
+
+
+def _committed(boundary: Boundary, run: Path) -> dict[int, dict[str, Any]]:
+    """iteration -> `libraries_after` (agent -> library hash) of every gate record."""
+    path = run / GATE_FILE
+    if not boundary.exists(path):
+        return {}
+    text = decode_utf8(boundary.read(path, MAX_GATE_BYTES, GATE_FILE), path)
+    lines = text.split("\n")
+    committed: dict[int, dict[str, Any]] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            iteration, after = record["iteration"], record["libraries_after"]
+            if not isinstance(iteration, int) or not isinstance(after, dict):
+                raise TypeError
+        except (ValueError, KeyError, TypeError, RecursionError):
+            if number == len(lines):  # a partial last line a crash left: not a record yet
+                continue
+            raise SkillError(f"{shown(path)}:{number}: not a gate record") from None
+        committed[iteration] = after
+    return committed
+
+
+def _library_limit(boundary: Boundary, run: Path) -> int | None:
+    path = run / CONFIG_FILE
+    if not boundary.exists(path):
+        return None
+    try:
+        config = json.loads(decode_utf8(boundary.read(path, MAX_MANIFEST_BYTES, CONFIG_FILE), path))
+    except (ValueError, RecursionError):
+        raise SkillError(f"{shown(path)}: not valid JSON") from None
+    limit = config.get("library_limit") if isinstance(config, dict) else None
+    return limit if isinstance(limit, int) and limit >= 1 else None
+
+
+def run_libraries(
+    run_dir: Path | str, iteration: int | None = None
+) -> tuple[int, dict[str, SkillLibrary]]:
+    """The iteration chosen and its libraries by agent: `iteration`, or the latest committed
+    one. One-line `SkillError` for anything missing, incomplete or not matching the gate."""
+    run = Path(run_dir)
+    boundary = Boundary(run, "run folder")
+    root = run / LIBRARIES_DIR
+    if not boundary.exists(root) or boundary.kind(root) != "folder":
+        raise SkillError(f"{shown(root)}: missing (not a training run folder)")
+    saved = sorted(
+        int(match[1]) for p in boundary.list(root) if (match := _ITERATION.fullmatch(p.name))
+    )
+    committed = _committed(boundary, run)
+    complete = [t for t in saved if t == 0 or t in committed]
+    if iteration is None:
+        if not complete:
+            raise SkillError(f"{shown(root)}: no complete iteration to export")
+        iteration = complete[-1]
+    elif iteration not in saved:
+        raise SkillError(
+            f"{shown(root)}: no iteration {iteration} (saved: {', '.join(map(str, saved)) or '-'})"
+        )
+    elif iteration not in complete:
+        raise SkillError(
+            f"{shown(root / f'iter_{iteration}')}: iteration {iteration} has no gate record in "
+            f"{GATE_FILE} (interrupted before its commit); its libraries may be incomplete"
+        )
+    folder = root / f"iter_{iteration}"
+    if boundary.kind(folder) != "folder":
+        raise SkillError(f"{shown(folder)}: must be a folder")
+    limit = _library_limit(boundary, run)
+    libraries: dict[str, SkillLibrary] = {}
+    for agent_dir in boundary.list(folder):
+        if agent_dir.name.startswith("."):
+            continue
+        if boundary.kind(agent_dir) != "folder" or not is_agent_name(agent_dir.name):
+            raise SkillError(f"{shown(agent_dir)}: expected a library folder named after an agent")
+        skills, problems = read_library_folder(agent_dir)
+        if problems:
+            raise SkillError(problems[0])
+        library = SkillLibrary.build(agent_dir.name, skills, limit, source=shown(agent_dir))
+        recorded = committed.get(iteration, {}).get(agent_dir.name)
+        if recorded is not None and recorded != library.content_hash():
+            raise SkillError(
+                f"{shown(agent_dir)}: library hash {library.content_hash()[:12]} differs from "
+                f"{GATE_FILE} ({str(recorded)[:12]}): edited after the run"
+            )
+        libraries[agent_dir.name] = library
+    return iteration, libraries
+
+
+def export_run_pack(
+    run_dir: Path | str, iteration: int | None, dest: Path | str, bookkeeping: bool = True
+) -> Path:
+    """Write the libraries of a training run (`iteration`, or the latest committed one) as a
+    pack at `dest`; with `bookkeeping=False` the `grse-*` metadata is stripped first.
+    Returns the pack path. Refuses a destination `export_pack` refuses."""
+    _, libraries = run_libraries(run_dir, iteration)
+    if not bookkeeping:
+        libraries = {
+            agent: SkillLibrary.build(
+                agent, [s.without_bookkeeping() for s in library.skills], library.limit
+            )
+            for agent, library in libraries.items()
+        }
+    return export_pack(libraries, dest)

@@ -1,0 +1,176 @@
+"""Plan, evolve and review: the method's plan from the iteration's credit records, candidate
+libraries from the method's operators, and (with `--review`) a person's verdict per change."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langgraph.types import interrupt
+from pydantic import BaseModel
+
+from grse_graph.llm.tokens import CountsTokens
+from grse_graph.methods.base import PlanInputs
+from grse_graph.methods.operators import evolve
+from grse_graph.methods.operators.consolidate import links_since_consolidation
+from grse_graph.methods.operators.schema import EvolutionResult
+
+from ..context import TrainingContext
+from ..records import (
+    AggregateRecord,
+    CandidateRecord,
+    MethodStateRecord,
+    OperatorLine,
+    ReviewRecord,
+)
+from ..review import ReviewAnswer, ReviewRequest, apply_review, proposed_changes
+from ..state import TrainingState
+
+
+def agent_context(ctx: TrainingContext) -> dict[str, str]:
+    """Per agent, its role and the task (and category) it serves, for the optimizer."""
+    task = ctx.task.name + (f", category {ctx.config.category}" if ctx.config.category else "")
+    return {
+        agent.name: f"Task: {task}.\nRole of this agent:\n{agent.role.strip()}"
+        for agent in ctx.team.agents
+    }
+
+
+class EvolutionStage:
+    """The `aggregate`, `evolve` and `review` nodes."""
+
+    def __init__(self, ctx: TrainingContext) -> None:
+        self.ctx = ctx
+
+    def prior_state(self, iteration: int) -> BaseModel | None:
+        """The method's state after the latest earlier iteration (None if it keeps none)."""
+        state_type = self.ctx.method.state_type
+        if state_type is None:
+            return None
+        earlier = [r for r in self.ctx.run.method_states.read() if r.iteration < iteration]
+        return state_type.model_validate(earlier[-1].state) if earlier else None
+
+    async def plan(self, state: TrainingState) -> dict[str, Any]:
+        """The method's plan from every credit record of the iteration (and its next state)."""
+        ctx = self.ctx
+        iteration = state["iteration"]
+        ctx.started(iteration, "aggregate", 1)
+        reused = ctx.run.aggregates.get(str(iteration)) is not None
+        if not reused:
+            records = [r for r in ctx.credits.read() if r.iteration == iteration]
+            prior = self.prior_state(iteration)
+            inputs = PlanInputs(
+                iteration=iteration, provider=ctx.provider, team=ctx.team, state=prior
+            )
+            # Run-folder reads and writes off the event loop (a graph server refuses them).
+            libraries = await asyncio.to_thread(ctx.load, state["libraries"])
+            result = await ctx.method.plan(records, libraries, inputs)
+            new_state = ctx.method.next_state(prior, records, result)
+            if new_state is not None:
+                await asyncio.to_thread(
+                    ctx.run.method_states.append,
+                    MethodStateRecord(
+                        iteration=iteration,
+                        method=ctx.method.name,
+                        state=new_state.model_dump(mode="json"),
+                    ),
+                )
+            await asyncio.to_thread(
+                ctx.run.aggregates.append, AggregateRecord(iteration=iteration, result=result)
+            )
+        ctx.done(iteration, "aggregate", f"it{iteration}-aggregate", reused=reused)
+        return {}
+
+    async def evolve(self, state: TrainingState) -> dict[str, Any]:
+        """Candidate libraries from the method's operators (changed agents only)."""
+        ctx, cfg = self.ctx, self.ctx.config
+        iteration = state["iteration"]
+        ctx.started(iteration, "evolve", 1)
+        existing = ctx.run.candidates.get(str(iteration))
+        reused = existing is not None
+        if existing is None:
+            spec = ctx.method.evolution()
+            result = await evolve(
+                await asyncio.to_thread(ctx.load, state["libraries"]),
+                links_since_consolidation(
+                    ctx.plan_of(iteration).result,
+                    iteration,
+                    {t: ctx.plan_of(t).result for t in range(1, iteration)},
+                    cfg.operator_schedule(),
+                ),
+                iteration=iteration,
+                schedule=cfg.operator_schedule(),
+                library_limit=cfg.library_limit,
+                provider=ctx.provider,
+                settings=spec.settings,
+                order=spec.order,
+                operators=spec.operators,
+                utility_rule=ctx.method.utility_rule(),
+                agent_context=agent_context(ctx),
+                token_counter=(
+                    ctx.provider.token_counter("optimizer")
+                    if isinstance(ctx.provider, CountsTokens)
+                    else None
+                ),
+            )
+            existing = await asyncio.to_thread(self.save_candidates, iteration, result)
+        ctx.done(iteration, "evolve", f"it{iteration}-evolve", reused=reused)
+        return {"candidates": existing.candidates, "candidate_hashes": existing.hashes}
+
+    def save_candidates(self, iteration: int, result: EvolutionResult) -> CandidateRecord:
+        """Write the changed agents' candidate libraries and the operator records (blocking
+        file I/O: the async `evolve` node runs it in a worker thread)."""
+        run = self.ctx.run
+        candidates: dict[str, str] = {}
+        hashes: dict[str, str] = {}
+        for agent in result.changed_agents:
+            library = result.candidates[agent]
+            candidates[agent] = run.save_library(run.candidate_dir(iteration, agent), library)
+            hashes[agent] = library.content_hash()
+        for op in result.records:
+            run.operators.append(OperatorLine(iteration=iteration, record=op))
+        record = CandidateRecord(iteration=iteration, candidates=candidates, hashes=hashes)
+        run.candidates.append(record)
+        return record
+
+    def review(self, state: TrainingState) -> dict[str, Any]:
+        """With `review`, one interrupt per proposed skill change; the answers revise the
+        candidates (a candidate reverted to its base is dropped)."""
+        ctx, run = self.ctx, self.ctx.run
+        iteration = state["iteration"]
+        if not ctx.config.review or not state["candidates"]:
+            return {}
+        ctx.started(iteration, "review", 0)
+        current = ctx.load(state["libraries"])
+        candidates = ctx.load(state["candidates"])
+        # One interrupt per proposed skill change; on each resume this node re-runs from the
+        # top and earlier interrupts return their recorded answers, so the order is stable.
+        answers: list[tuple[ReviewRequest, ReviewAnswer]] = []
+        for request in proposed_changes(iteration, current, candidates):
+            raw = interrupt(request.model_dump())
+            answers.append((request, ReviewAnswer.parse(raw)))
+        revised_paths = dict(state["candidates"])
+        revised_hashes = dict(state["candidate_hashes"])
+        for agent in list(revised_paths):
+            mine = [(q, a) for q, a in answers if q.agent == agent]
+            revised = apply_review(current[agent], candidates[agent], mine)
+            new_hash = revised.content_hash()
+            if new_hash == state["library_hashes"][agent]:
+                del revised_paths[agent]
+                del revised_hashes[agent]
+                continue
+            path = run.candidate_dir(iteration, agent).with_name(f"{agent}.reviewed")
+            revised_paths[agent] = run.save_library(path, revised)
+            revised_hashes[agent] = new_hash
+        for request, answer in answers:
+            run.reviews.append(
+                ReviewRecord(
+                    iteration=iteration,
+                    agent=request.agent,
+                    skill=request.skill,
+                    change=request.change,
+                    verdict=answer.verdict,
+                    edited_body=answer.body,
+                )
+            )
+        return {"candidates": revised_paths, "candidate_hashes": revised_hashes}

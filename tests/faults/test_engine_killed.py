@@ -1,0 +1,109 @@
+"""The embedded engine killed in the middle of `grse train`: bounded retries, one clear line,
+and `--resume` starts a new engine and finishes the run without redoing finished units.
+
+Real engine (small model) on a five-line task; run it under ``flock /tmp/grse-engine.lock``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from grse_graph.training.run_folder import RunFolder
+from tests.faults.harness import finish, repeated_units, run_grse, start_grse, unparsable_files
+
+pytestmark = [pytest.mark.engine, pytest.mark.faults]
+
+ROWS = [
+    ("train", "What colour is the barn?", "red", "The barn on the hill is painted red."),
+    ("train", "Which city hosts the fair?", "Oslo", "Every spring the fair is held in Oslo."),
+    ("validation", "What does Mia play?", "violin", "Mia plays the violin in a quartet."),
+    ("validation", "How many cats live here?", "three", "Three cats live in this house."),
+    ("test", "What is the dog's name?", "Rex", "The dog is called Rex."),
+]
+SMALL_ENGINE_ENV = {
+    "GRSE_ACTOR_MAX_TOKENS": "48",
+    "GRSE_CRITIC_MAX_TOKENS": "300",
+    "GRSE_OPTIMIZER_MAX_TOKENS": "200",
+    "GRSE_ENGINE_N_CTX": "4096",
+    "GRSE_ENGINE_THREADS": "2",
+}
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found.extend(int(child) for child in text)
+    return found
+
+
+def _kill_engine_after_first_rollout(run_path: Path, grse_pid: int, killed: list[int]) -> None:
+    deadline = time.monotonic() + 600
+    rollouts = run_path / "rollouts.jsonl"
+    while time.monotonic() < deadline:
+        if rollouts.exists() and rollouts.stat().st_size > 0:
+            for child in _children(grse_pid):
+                os.kill(child, signal.SIGKILL)
+                killed.append(child)
+            return
+        time.sleep(0.05)
+
+
+def test_engine_killed_mid_run_gives_one_line_then_resume_starts_a_new_engine(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "tiny.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"id": f"q{i}", "split": s, "question": q, "answer": a, "context": c}) + "\n"
+            for i, (s, q, a, c) in enumerate(ROWS)
+        )
+    )
+    flags = ["--task", "jsonl", "--data", str(data), "--iterations", "1", "--batch-size", "2",
+             "--group-size", "2", "--validation-size", "2", "--concurrency", "1"]  # fmt: skip
+    run_path = tmp_path / "run"
+    started = time.perf_counter()
+    process = start_grse(
+        ["train", *flags, "--model", "small", "--out", str(run_path)],
+        SMALL_ENGINE_ENV,
+        cwd=tmp_path,
+    )
+    killed: list[int] = []
+    watcher = threading.Thread(
+        target=_kill_engine_after_first_rollout, args=(run_path, process.pid, killed)
+    )
+    watcher.start()
+    crashed = finish(process, started, timeout_s=900)
+    watcher.join()
+
+    assert killed, "the engine was never found to kill"
+    assert crashed.returncode == 1, crashed.stderr[-3000:]
+    assert "Traceback" not in crashed.stderr, crashed.stderr[-3000:]
+    # Log warnings of the session may come first; the error is the one final line.
+    line = crashed.error_lines[-1]
+    assert line.startswith("error: ") and "endpoint http://127.0.0.1:" in line, crashed.stderr
+    assert "connection failed" in line and line.endswith("(gave up after 3 attempts)"), line
+    assert [x for x in crashed.error_lines if x.startswith("error:")] == [line]
+    finished_before = [r.unit_id for r in RunFolder(run_path).rollouts.read()]
+    assert finished_before
+    assert unparsable_files(run_path) == []
+
+    resumed = run_grse(
+        ["train", "--resume", str(run_path), "--model", "small"],
+        SMALL_ENGINE_ENV,
+        cwd=tmp_path,
+        timeout_s=900,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    run = RunFolder(run_path)
+    assert [g.iteration for g in run.gate.read()] == [1]
+    assert [r.unit_id for r in run.rollouts.read()][: len(finished_before)] == finished_before
+    assert repeated_units(run_path) == []
+    assert unparsable_files(run_path) == []

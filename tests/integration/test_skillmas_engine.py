@@ -1,0 +1,115 @@
+"""One real SkillMAS round on the embedded engine (small model, tiny sizes).
+
+Four training questions of two categories with one-sentence contexts keep every prompt short.
+It checks what SkillMAS writes to the run folder: one rollout and one credit record (verified
+trace + per-step used-skill signals) per subset question, the round's state (tables, failure
+counts, pool, team, round record with the restructuring decision) after the start state, the
+round's GateRecord (train success, no gate decisions), the libraries of every agent, and the
+report section.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from grse_graph.llm import ModelRoles, UsageLedger, load_config
+from grse_graph.methods.skillmas import SkillmasRecord, SkillmasState
+from grse_graph.tasks.registry import load_task
+from grse_graph.training.config import TrainConfig
+from grse_graph.training.graph import TrainingDeps
+from grse_graph.training.run_folder import RunFolder
+from grse_graph.training.runner import run_training
+
+ROWS = [
+    ("train", "colour", "What colour is the barn?", "red", "The barn on the hill is painted red."),
+    ("train", "colour", "What colour is the door?", "green", "The front door is green."),
+    ("train", "place", "Which city hosts the fair?", "Oslo", "Every spring the fair is in Oslo."),
+    ("train", "place", "Where does Ana live?", "Lima", "Ana has lived in Lima for years."),
+    ("validation", "place", "What does Mia play?", "violin", "Mia plays the violin."),
+    ("test", "colour", "What is the dog's name?", "Rex", "The dog is called Rex."),
+]
+
+
+def _write_task(path: Path) -> Path:
+    lines = [
+        json.dumps(
+            {"id": f"q{i}", "split": s, "category": c, "question": q, "answer": a, "context": x}
+        )
+        for i, (s, c, q, a, x) in enumerate(ROWS)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.engine
+def test_one_skillmas_round_on_the_small_model(small_engine_url: str, tmp_path: Path) -> None:
+    data = _write_task(tmp_path / "tiny.jsonl")
+    llm = load_config(
+        env={},
+        overrides={
+            **{f"{role}.base_url": small_engine_url for role in ("actor", "critic", "optimizer")},
+            "actor.max_tokens": 64,
+            "critic.max_tokens": 300,
+            "optimizer.max_tokens": 300,
+        },
+    )
+    config = TrainConfig.model_validate(
+        {
+            "task": "jsonl",
+            "data": str(data),
+            "method": {
+                "name": "skillmas",
+                "restructure": "code",
+                "measure_final": False,
+                "judge_max_tokens": 100,
+                "analyst_max_tokens": 300,
+            },
+            "iterations": 1,
+            "batch_size": 4,
+            "concurrency": 2,
+        }
+    )
+    ledger = UsageLedger()
+    run = RunFolder(tmp_path / "run")
+    with ModelRoles(llm, ledger) as roles:
+        deps = TrainingDeps(
+            task=load_task("jsonl", data=data),
+            provider=roles,
+            config=config,
+            run=run,
+            usage=lambda: ledger.report().model_dump(mode="json"),
+        )
+        result = asyncio.run(run_training(deps))
+
+    assert result.iterations_done == 1
+    rollouts = run.rollouts.read()
+    assert len(rollouts) == 4 and all(r.rollout.steps for r in rollouts)
+    records = run.credits(SkillmasRecord).read()
+    assert sorted(r.rollout_ids[0] for r in records) == sorted(r.unit_id for r in rollouts)
+    traces = [r.trace for r in records if r.trace is not None]
+    assert len(traces) == 4
+    assert {t.task_type for t in traces} == {"colour", "place"}
+    assert all(
+        len(r.signals) == len(run.rollouts.get(r.rollout_ids[0]).rollout.steps) for r in records
+    )
+    states = [SkillmasState.model_validate(s.state) for s in run.method_states.read()]
+    assert [s.iteration for s in states] == [0, 1]
+    final = states[-1]
+    assert final.round is not None and final.round.episodes == 4
+    assert final.round.restructuring is not None
+    assert final.executors.agents["retriever"].overall.n == 4
+    assert sum(final.failure_counts.values()) == sum(not t.success for t in traces)
+    (gate,) = run.gate.read()
+    assert gate.decisions == [] and gate.base_score == final.round.success_rate
+    assert sorted(gate.library_paths) == sorted(m.name for m in final.members)
+    for agent in gate.library_paths:
+        assert run.library_dir(1, agent).is_dir()
+    report = run.report_path.read_text()
+    assert report.startswith("# SkillMAS training report: jsonl")
+    assert "### Restructuring" in report
+    usage = run.read_usage()
+    assert usage["roles"]["actor"]["calls"] >= 8
