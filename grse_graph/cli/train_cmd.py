@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import tomllib
 from datetime import datetime
@@ -25,6 +26,7 @@ from grse_graph.methods.registry import METHOD_NAMES, method_class
 from grse_graph.tasks.protocol import with_protocol_defaults
 from grse_graph.team.topology import TOPOLOGY_NAMES
 from grse_graph.training.config import TrainConfig
+from grse_graph.training.context import TrainingDeps
 from grse_graph.training.demo import (
     DEMO_ACTOR_MAX_TOKENS,
     DEMO_SETTINGS,
@@ -124,17 +126,30 @@ def _train(
                     return terminal(request)
 
             deps = session_deps(config, run, endpoints, on_progress=live)
-            result = asyncio.run(
-                run_training(
-                    deps,
-                    resume=resume,
-                    reviewer=reviewer if config.review else None,
-                    checkpointer=checkpointer,
+            try:
+                result = asyncio.run(
+                    run_training(
+                        deps,
+                        resume=resume,
+                        reviewer=reviewer if config.review else None,
+                        checkpointer=checkpointer,
+                    )
                 )
-            )
+            except BaseException:
+                # Also a run that stops on an error keeps its usage (the retries and failures
+                # that explain the stop); the run's own error stays the one reported.
+                with contextlib.suppress(OSError):
+                    _write_run_usage(run, deps)
+                raise
+            _write_run_usage(run, deps)
         usage = endpoints.ledger.report().model_dump(mode="json")
-    run.write_usage(usage)
     return result, usage
+
+
+def _write_run_usage(run: RunFolder, deps: TrainingDeps) -> None:
+    """usage.json: this session added to the earlier sessions of the run (`deps.usage`)."""
+    if deps.usage is not None:
+        run.write_usage(deps.usage())
 
 
 def print_usage(console: Console, usage: dict[str, Any]) -> None:

@@ -31,6 +31,8 @@ class GroupOpenings:
     def __init__(self, store: JsonlStore[OpeningRecord]) -> None:
         self._store = store
         self._pending: dict[str, asyncio.Future[OpeningRecord]] = {}
+        # Appends run in a worker thread; the lock keeps them in the order the calls finished.
+        self._append_lock = asyncio.Lock()
         # A resumed run remembers what the server did before the crash.
         self.n_ignored = any(len(r.replies) < r.requested for r in store.read())
 
@@ -63,7 +65,8 @@ class GroupOpenings:
             raise
         if owner and self._store.get(unit_id) is None:
             # Written off the event loop (a graph server refuses blocking file I/O on it).
-            await asyncio.to_thread(self._store.append, record)
+            async with self._append_lock:
+                await asyncio.to_thread(self._store.append, record)
             if len(record.replies) < record.requested and not self.n_ignored:
                 self.n_ignored = True
                 logger.warning(
@@ -73,5 +76,7 @@ class GroupOpenings:
                     record.requested,
                     record.requested,
                 )
-        self._pending.pop(unit_id, None)
+        if owner:
+            # Only now is the record in the store for rollouts that ask later.
+            self._pending.pop(unit_id, None)
         return record

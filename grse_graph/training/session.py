@@ -7,11 +7,13 @@ account usage and write the run folder the same way.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grse_graph.llm import LLMConfig, LocalEngine, ModelRoles, UsageLedger
+from grse_graph.llm.accounting import UsageReport
 from grse_graph.tasks.base import Task
 from grse_graph.tasks.registry import load_task
 
@@ -63,12 +65,22 @@ def session_deps(
     task: Task | None = None,
     on_progress: ProgressCallback | None = None,
 ) -> TrainingDeps:
-    """The training graph's dependencies for a real session (usage read from the ledger)."""
+    """The training graph's dependencies for a real session (usage read from the ledger, added
+    to what earlier sessions of the run folder recorded)."""
     return TrainingDeps(
         task=task or load_training_task(config),
         provider=endpoints.roles,
         config=config,
         run=run,
         on_progress=on_progress,
-        usage=lambda: endpoints.ledger.report().model_dump(mode="json"),
+        usage=run_usage(run, endpoints.ledger),
     )
+
+
+def run_usage(run: RunFolder, ledger: UsageLedger) -> Callable[[], dict[str, Any]]:
+    """The run's usage so far: the earlier sessions' usage.json (read once, now) plus this
+    session's ledger, so a resumed run neither loses nor double-counts a session."""
+    recorded = dict(run.read_usage())
+    recorded.pop("total", None)  # derived on dump
+    earlier = UsageReport.model_validate(recorded)
+    return lambda: (earlier + ledger.report()).model_dump(mode="json")

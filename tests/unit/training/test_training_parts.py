@@ -193,3 +193,20 @@ def test_train_flags_fill_the_method_section_and_resume_keeps_the_runs_method(
     result = CliRunner().invoke(build_app(), args)
     assert isinstance(result.exception, ConfigError)
     assert f"--method {other}: {run.path} was trained with grse" in str(result.exception)
+
+
+def test_run_usage_adds_this_session_to_the_earlier_sessions_once(tmp_path: Path) -> None:
+    from grse_graph.llm import UsageLedger
+    from grse_graph.llm.accounting import RoleUsage, UsageReport
+    from grse_graph.training.session import run_usage
+
+    run = RunFolder(tmp_path / "run")
+    run.path.mkdir(parents=True)
+    earlier = UsageReport(roles={"critic": RoleUsage(calls=3, prompt_tokens=100)})
+    run.write_usage(earlier.model_dump(mode="json"))
+    usage = run_usage(run, UsageLedger())
+    run.write_usage(usage())  # the report node writes it ...
+    run.write_usage(usage())  # ... and the CLI again when the session ends: still counted once
+    assert run.read_usage()["roles"]["critic"]["calls"] == 3
+    assert run.read_usage()["total"]["prompt_tokens"] == 100
+    assert run_usage(RunFolder(tmp_path / "new"), UsageLedger())()["total"]["calls"] == 0
