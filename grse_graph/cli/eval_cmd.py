@@ -213,7 +213,11 @@ def eval_command(
         typer.Option("--library", help="AGENT=DIR: a skill library for one agent (repeatable)."),
     ] = None,
     skill_mode: Annotated[
-        str, typer.Option("--skill-mode", help="inline (bodies in the prompt) or tool.")
+        str,
+        typer.Option(
+            "--skill-mode",
+            help="inline (bodies in the prompt), tool (load_skill) or path (as packs ship).",
+        ),
     ] = "inline",
     topology: Annotated[
         str,
@@ -243,7 +247,9 @@ def eval_command(
 ) -> None:
     """Evaluate the two-agent team (greedy decoding) on a task split; resumable."""
     if skill_mode not in get_args(SkillMode):
-        raise ConfigError(f"--skill-mode {skill_mode!r}: expected inline or tool")
+        raise ConfigError(
+            f"--skill-mode {skill_mode!r}: expected one of {', '.join(get_args(SkillMode))}"
+        )
     if pack is not None and library:
         raise ConfigError("--pack and --library: give the libraries one way")
     loaded = load_task(task, data, category=category)

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import time
 import tomllib
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,7 +24,10 @@ from grse_graph.cli.options import ConfigOption, JsonOption, print_json, report_
 from grse_graph.errors import ConfigError
 from grse_graph.llm import LLMConfig, load_config
 from grse_graph.methods.registry import METHOD_NAMES, method_class
+from grse_graph.skills import PACK_SKILLS_DIR, check_pack_destination, export_run_pack, import_pack
+from grse_graph.tasks.base import Task
 from grse_graph.tasks.protocol import with_protocol_defaults
+from grse_graph.team import default_team
 from grse_graph.team.topology import TOPOLOGY_NAMES
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.context import TrainingDeps
@@ -37,7 +41,12 @@ from grse_graph.training.report import library_skills
 from grse_graph.training.review import ReviewAnswer, ReviewRequest
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import TrainResult, run_training
-from grse_graph.training.session import Endpoints, open_endpoints, session_deps
+from grse_graph.training.session import (
+    Endpoints,
+    load_training_task,
+    open_endpoints,
+    session_deps,
+)
 from grse_graph.training.terminal import LiveProgress, ProgressTracker, TerminalReviewer
 
 ROLE_SECTIONS = frozenset({"actor", "critic", "optimizer", "engine"})
@@ -94,6 +103,35 @@ def init_library_folders(values: list[str]) -> dict[str, str]:
     return folders
 
 
+def init_pack_folders(pack: Path) -> dict[str, str]:
+    """`--init-pack PACK` -> agent: absolute folder of its skills in the pack (the pack is
+    checked against its manifest first, so a pack edited after export is refused)."""
+    libraries = import_pack(pack)
+    return {agent: str((pack / agent / PACK_SKILLS_DIR).resolve()) for agent in libraries}
+
+
+def starting_folders(
+    libraries: dict[str, str], pack: Path | None, team_agents: Sequence[str]
+) -> dict[str, str]:
+    """The `--init-library` folders and the `--init-pack` agents' folders, as one agent:
+    folder map; an agent given by both, or not in the team, is refused with one line."""
+    from_pack = init_pack_folders(pack) if pack is not None else {}
+    both = sorted(from_pack.keys() & libraries.keys())
+    if both:
+        raise ConfigError(
+            f"--init-pack {pack}: agent {both[0]!r} is also given by --init-library; give one"
+        )
+    for agent, origin in [
+        *((a, f"--init-library {a}=...") for a in libraries),
+        *((a, f"--init-pack {pack}") for a in from_pack),
+    ]:
+        if agent not in team_agents:
+            raise ConfigError(
+                f"{origin}: agent {agent!r} is not in the team (agents: {', '.join(team_agents)})"
+            )
+    return {**libraries, **from_pack}
+
+
 def _llm_config(config: Path | None, model: str | None) -> LLMConfig:
     return load_config(config, overrides={"engine.model": model})
 
@@ -115,6 +153,7 @@ def _train(
     resume: bool,
     console: Console,
     checkpointer: CheckpointerSpec | None = None,
+    task: Task | None = None,
 ) -> tuple[TrainResult, dict[str, Any]]:
     terminal = TerminalReviewer(console)
     with open_endpoints(llm, engine_log=run.path / "engine.log") as endpoints:
@@ -125,7 +164,7 @@ def _train(
                 with live.paused():
                     return terminal(request)
 
-            deps = session_deps(config, run, endpoints, on_progress=live)
+            deps = session_deps(config, run, endpoints, task=task, on_progress=live)
             try:
                 result = asyncio.run(
                     run_training(
@@ -253,6 +292,33 @@ def register(app: typer.Typer) -> None:
                 "--init-library", help="AGENT=DIR: start this agent from a library (repeatable)"
             ),
         ] = None,
+        skill_mode: Annotated[
+            str | None,
+            typer.Option(
+                "--skill-mode",
+                help="inline (default) | tool | path: how agents see their skills (path: "
+                "read_file on /skills/NAME/SKILL.md, as a shipped pack)",
+            ),
+        ] = None,
+        init_pack: Annotated[
+            Path | None,
+            typer.Option(
+                "--init-pack", help="start the pack's agents from their libraries in this pack"
+            ),
+        ] = None,
+        export: Annotated[
+            Path | None,
+            typer.Option(
+                "--export", help="after training, write the final libraries as a pack here"
+            ),
+        ] = None,
+        bookkeeping: Annotated[
+            bool,
+            typer.Option(
+                "--bookkeeping/--no-bookkeeping",
+                help="keep the grse-* training metadata in the --export pack",
+            ),
+        ] = True,
         config: ConfigOption = None,
         model: Annotated[
             str | None, typer.Option(help="embedded model: small|default|PATH")
@@ -272,7 +338,17 @@ def register(app: typer.Typer) -> None:
         console = report_console(as_json)
         if method is not None:
             method_class(method)  # an unknown name fails here, naming the known ones
+        if not bookkeeping and export is None:
+            raise ConfigError("--no-bookkeeping: only with --export PACK")
+        if export is not None:
+            # Refused before training, not after it: an unwritable pack must not cost a run.
+            check_pack_destination(export)
+        task_loaded: Task | None = None
         if resume is not None:
+            if init_pack is not None:
+                raise ConfigError(
+                    f"--init-pack {init_pack}: a resumed run keeps the libraries it started from"
+                )
             run = RunFolder(resume)
             stored = run.read_config()
             if method is not None and method != stored.method.name:
@@ -302,7 +378,7 @@ def register(app: typer.Typer) -> None:
                 "dapo_filter": dapo_filter or None,
                 "with_labels": with_labels or None,
                 "first_agent_n": False if no_first_agent_n else None,
-                "init_libraries": init_library_folders(init_library) if init_library else None,
+                "skill_mode": skill_mode,
             }
             if "task" not in base and task is None:
                 raise ConfigError("grse train: --task is required (or task in --config)")
@@ -313,6 +389,21 @@ def register(app: typer.Typer) -> None:
             base = with_protocol_defaults({**base, **given}, training_top_k=top_k)
             train_config = build_train_config(base, flags, str(config or "flags"))
             method_class(train_config.method.name)
+            # `--init-library` flags replace the TOML's table, as every flag does.
+            libraries = (
+                init_library_folders(init_library)
+                if init_library
+                else dict(train_config.init_libraries)
+            )
+            if libraries or init_pack is not None:
+                task_loaded = load_training_task(train_config)
+                team = default_team(
+                    task_loaded,
+                    skill_mode=train_config.skill_mode,
+                    topology=train_config.topology,
+                )
+                folders = starting_folders(libraries, init_pack, team.agent_names)
+                train_config = train_config.model_copy(update={"init_libraries": folders})
             run = RunFolder(out or _default_run_dir(train_config.task))
         started = time.perf_counter()
         result, usage = _train(
@@ -322,14 +413,23 @@ def register(app: typer.Typer) -> None:
             resume=resume is not None,
             console=console,
             checkpointer=CheckpointerSpec.parse(checkpointer) if checkpointer else None,
+            task=task_loaded,
         )
         print_gates(console, run, result)
         print_usage(console, usage)
         console.print(f"report: {run.report_path}")
+        pack = None
+        if export is not None:
+            pack = export_run_pack(run.path, None, export, bookkeeping=bookkeeping)
+            console.print(f"pack: {pack}")
         console.print(f"run folder: {run.path}  ({time.perf_counter() - started:.0f} s)")
         if as_json:
-            report = str(run.report_path)
-            print_json({"result": result.model_dump(mode="json"), "usage": usage, "report": report})
+            document = {
+                "result": result.model_dump(mode="json"),
+                "usage": usage,
+                "report": str(run.report_path),
+            }
+            print_json({**document, "pack": str(pack)} if pack is not None else document)
 
     @app.command("demo")
     def demo(

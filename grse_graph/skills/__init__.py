@@ -44,7 +44,7 @@ from .model import (
     checked_resource_path,
     slugify_name,
 )
-from .pack import export_pack, import_pack, load_libraries
+from .pack import PACK_SKILLS_DIR, check_pack_destination, export_pack, import_pack, load_libraries
 from .render import SKILL_TOOL_NAME, render_index, render_inline
 from .run_export import export_run_pack, run_libraries
 from .text import approx_tokens, shown
@@ -65,6 +65,7 @@ __all__ = [
     "MAX_SKILL_FILES",
     "MAX_SKILL_MD_BYTES",
     "MAX_SKILL_TOTAL_BYTES",
+    "PACK_SKILLS_DIR",
     "PARENT_HASH_KEY",
     "PROVENANCE_KEY",
     "RESOURCE_DIRS",
@@ -84,6 +85,7 @@ __all__ = [
     "SkillUseRecorder",
     "approx_tokens",
     "check_name",
+    "check_pack_destination",
     "check_resource_path",
     "checked_name",
     "checked_resource_path",

@@ -29,7 +29,7 @@ from .text import shown
 PACK_SKILLS_DIR = "skills"
 
 
-def _check_destination(dest: Path) -> None:
+def check_pack_destination(dest: Path) -> None:
     """Raise unless `dest` is absent, an empty folder, or a pack that reads back exactly as
     its manifest says (so replacing it loses nothing this package did not write)."""
     with reading(dest, "cannot check the destination"):
@@ -72,7 +72,7 @@ def export_pack(
         manifest = PackManifest.describe(libraries)
     except ValidationError as error:
         raise SkillError(validation_lines(error, "pack manifest")[0]) from None
-    _check_destination(dest)
+    check_pack_destination(dest)
 
     def build(temporary: Path) -> None:
         for agent, library in sorted(libraries.items()):

@@ -129,6 +129,8 @@ def scan_skill_folder(directory: Path) -> SkillScan:
         )
         return scan
     _Walk(directory, boundary, scan).folder(directory, frozenset({boundary.real_root}), 0)
+    if scan.problems and not os.access(boundary.real_root, os.R_OK | os.X_OK):
+        return scan  # the folder itself cannot be listed: its line says so, SKILL.md is unknown
     skill_file = directory / SKILL_FILE
     try:
         if not boundary.exists(skill_file):

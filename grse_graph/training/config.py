@@ -7,7 +7,7 @@ the `method` section, which holds the method's own knobs (`grse_graph.methods.re
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -15,6 +15,7 @@ from grse_graph.llm.provider import SamplingSettings
 from grse_graph.methods.grse.method import GrseSettings
 from grse_graph.methods.operators import OperatorSchedule
 from grse_graph.methods.registry import MethodSection
+from grse_graph.team.kinds import SkillMode
 
 LEGACY_METHOD_FIELDS: tuple[str, ...] = (
     "group_size",
@@ -57,7 +58,11 @@ class TrainConfig(BaseModel):
     schedule: OperatorSchedule | None = None
     review: bool = False
     seed: int = 0
-    skill_mode: Literal["inline", "tool"] = "inline"
+    skill_mode: SkillMode = Field(
+        default="inline",
+        description="how agents see their skills: inline, the load_skill tool, or path (read_file "
+        "on /skills/<name>/SKILL.md, as a shipped pack is deployed)",
+    )
     topology: str = Field(
         default="sequential", description="team topology of the default team (team.TOPOLOGIES)"
     )

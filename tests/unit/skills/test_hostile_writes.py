@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -439,3 +441,39 @@ def test_show_does_not_interpret_markup(tmp_path: Path) -> None:
     assert "[link=https://evil.example]x[/link]" in output.replace("\n", "").replace(" ", "") or (
         "[link=" in output and ":skull:" in output
     )
+
+
+def _without_file_permission_override(command: list[str]) -> list[str]:
+    """The command as a user the file modes apply to: as root, root without the capabilities
+    that let it read any file (capsh), else the command as it is."""
+    if os.geteuid() != 0:
+        return command
+    capsh = shutil.which("capsh")
+    if capsh is None:
+        pytest.skip("running as root without capsh: file modes cannot be made to apply")
+    quoted = " ".join(shlex.quote(part) for part in command)
+    return [capsh, "--drop=cap_dac_override,cap_dac_read_search", "--", "-c", quoted]
+
+
+@pytest.mark.parametrize("unreadable", ["file", "folder"])
+def test_unreadable_skill_gives_one_line_per_command(tmp_path: Path, unreadable: str) -> None:
+    library = tmp_path / "lib"
+    folder = skill(library / "locked")
+    target = folder / "SKILL.md" if unreadable == "file" else folder
+    target.chmod(0)
+    try:
+        for command in ("validate", "show"):
+            result = subprocess.run(
+                _without_file_permission_override([*GRSE, "skills", command, str(library)]),
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
+            output = (result.stdout + result.stderr).decode()
+            assert result.returncode == 1, output
+            assert "Traceback" not in output
+            problems = [line for line in output.splitlines() if "permission denied" in line]
+            assert len(problems) == 1 and str(target) in problems[0], output
+            assert "missing" not in output, output
+    finally:
+        target.chmod(0o755)

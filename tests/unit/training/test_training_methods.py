@@ -34,6 +34,11 @@ BEFORE_SEAM = FIXTURES / "grse-08fd31f-crashed"
 """A run folder written by the code before the seam (commit 08fd31f): `TrainConfig` flat, with
 iterations=2, G=2, batch 2, |V|=2; it crashed on the 23rd model call, in iteration 2's
 rollouts (the setup of tests/unit/training/test_training_graph.py's resume test)."""
+EMPTY_LIBRARIES_BEFORE_SEAM = (
+    "libraries/iter_0/reasoner",
+    "libraries/iter_0/retriever",
+    "libraries/iter_1/retriever",
+)
 
 
 class SilentSettings(MethodSettings):
@@ -139,6 +144,9 @@ def test_a_run_folder_from_before_the_seam_resumes_and_matches_a_clean_run(
 ) -> None:
     folder = tmp_path / "old"
     shutil.copytree(BEFORE_SEAM, folder)
+    # git carries no empty folder: recreate the empty libraries the old code left there.
+    for library in EMPTY_LIBRARIES_BEFORE_SEAM:
+        (folder / library).mkdir(parents=True, exist_ok=True)
     run = RunFolder(folder)
     config = run.read_config()
     old_critiques = run.credits(CritiqueRecord).read()
