@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar, Union
+from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -26,8 +26,7 @@ from grse_graph.methods.plan import (
     FailureDiagnosis,
     SkillCredit,
 )
-
-M = TypeVar("M", bound=BaseModel)
+from grse_graph.methods.schema_narrowing import enum_schema, narrowed
 
 DiagnosisStatus = Literal["accepted", "repaired", "dropped"]
 
@@ -111,27 +110,11 @@ class CriticVocabulary(BaseModel):
 _SKILL_FAILURES: frozenset[str] = frozenset({"skill_not_followed", "skill_defect"})
 
 
-def _enum(values: Sequence[str]) -> dict[str, Any]:
-    return {"type": "string", "enum": list(values)}
-
-
 def _list_of(values: Sequence[str], *, at_least: int = 0) -> dict[str, Any]:
     # An empty vocabulary admits only the empty list.
     if not values:
         return {"maxItems": 0}
-    return {"items": _enum(values), **({"minItems": at_least} if at_least else {})}
-
-
-def _narrowed(model: type[M], name: str, schemas: dict[str, dict[str, Any]]) -> type[M]:
-    """A subclass of `model` whose listed fields advertise narrower JSON schemas (same types)."""
-    fields: dict[str, Any] = {}
-    for field, extra in schemas.items():
-        base = model.model_fields[field]
-        fields[field] = (
-            base.annotation,
-            Field(description=base.description, json_schema_extra=extra),
-        )
-    return create_model(name, __base__=model, __doc__=model.__doc__, **fields)
+    return {"items": enum_schema(values), **({"minItems": at_least} if at_least else {})}
 
 
 def _one_of_models(models: Sequence[type[BaseModel]]) -> Any:
@@ -181,10 +164,10 @@ def _credits_field(vocabulary: CriticVocabulary | None) -> tuple[Any, Any]:
     if vocabulary is None:
         return list[SkillCredit], ...
     variants = [
-        _narrowed(
+        narrowed(
             SkillCredit,
             f"SkillCredit_{agent}",
-            {"agent": _enum([agent]), "skill_id": _enum(words.skills)},
+            {"agent": enum_schema([agent]), "skill_id": enum_schema(words.skills)},
         )
         for agent, words in vocabulary.agents.items()
         if words.skills
@@ -198,7 +181,7 @@ def _credits_field(vocabulary: CriticVocabulary | None) -> tuple[Any, Any]:
 def _feedback_item(vocabulary: CriticVocabulary | None) -> Any:
     if vocabulary is None:
         return AgentFeedback
-    return _narrowed(AgentFeedback, "AgentFeedback", {"agent": _enum(list(vocabulary.agents))})
+    return narrowed(AgentFeedback, "AgentFeedback", {"agent": enum_schema(list(vocabulary.agents))})
 
 
 def _diagnosis_item(vocabulary: CriticVocabulary | None) -> Any:
@@ -209,9 +192,9 @@ def _diagnosis_item(vocabulary: CriticVocabulary | None) -> Any:
         if not words.failed_refs:
             continue  # nothing of this agent's can be cited as a failure
         schemas: dict[str, dict[str, Any]] = {
-            "agent": _enum([agent]),
+            "agent": enum_schema([agent]),
             "skill_id": (
-                {"anyOf": [_enum(words.skills), {"type": "null"}]}
+                {"anyOf": [enum_schema(words.skills), {"type": "null"}]}
                 if words.skills
                 else {"anyOf": [{"type": "null"}]}
             ),
@@ -221,9 +204,11 @@ def _diagnosis_item(vocabulary: CriticVocabulary | None) -> Any:
         }
         if not words.skills:
             # Without a skill there is nothing to refine and no skill to blame.
-            schemas["failure_type"] = _enum([t for t in FAILURE_TYPES if t not in _SKILL_FAILURES])
-            schemas["action"] = _enum(["induce", "no_edit"])
-        variants.append(_narrowed(FailureDiagnosis, f"FailureDiagnosis_{agent}", schemas))
+            schemas["failure_type"] = enum_schema(
+                [t for t in FAILURE_TYPES if t not in _SKILL_FAILURES]
+            )
+            schemas["action"] = enum_schema(["induce", "no_edit"])
+        variants.append(narrowed(FailureDiagnosis, f"FailureDiagnosis_{agent}", schemas))
     return _one_of_models(variants) if variants else FailureDiagnosis
 
 

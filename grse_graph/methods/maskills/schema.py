@@ -10,15 +10,14 @@ models, so a wrong name from a server that ignores the schema is a counted drop,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar, Union
+from collections.abc import Sequence
+from typing import Any, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from grse_graph.methods.maskills.trace import SkillTrace
 from grse_graph.methods.plan import DirectionVerdict, Verdict
-
-M = TypeVar("M", bound=BaseModel)
+from grse_graph.methods.schema_narrowing import enum_schema, narrowed
 
 
 class MaskillsCredit(BaseModel):
@@ -110,21 +109,6 @@ class HardCase(BaseModel):
 # --- the advertised schema --------------------------------------------------------------------
 
 
-def _enum(values: Sequence[str]) -> dict[str, Any]:
-    return {"type": "string", "enum": list(values)}
-
-
-def _narrowed(model: type[M], name: str, schemas: Mapping[str, dict[str, Any]]) -> type[M]:
-    fields: dict[str, Any] = {}
-    for field, extra in schemas.items():
-        base = model.model_fields[field]
-        fields[field] = (
-            base.annotation,
-            Field(description=base.description, json_schema_extra=extra),
-        )
-    return create_model(name, __base__=model, __doc__=model.__doc__, **fields)
-
-
 def _exactly(n: int) -> dict[str, Any]:
     return {"minItems": n, "maxItems": n}
 
@@ -138,10 +122,10 @@ def critique_schema(trace: SkillTrace, agents: Sequence[str]) -> type[Trajectory
     keeps the name ``TrajectoryCritique`` because the function-calling tool is named after it.
     """
     variants: list[type[BaseModel]] = [
-        _narrowed(
+        narrowed(
             MaskillsCredit,
             f"MaskillsCredit_{agent}",
-            {"agent": _enum([agent]), "skill_id": _enum(trace.skills_of(agent))},
+            {"agent": enum_schema([agent]), "skill_id": enum_schema(trace.skills_of(agent))},
         )
         for agent in trace.agents
         if trace.skills_of(agent)
@@ -153,7 +137,7 @@ def critique_schema(trace: SkillTrace, agents: Sequence[str]) -> type[Trajectory
     else:
         # Nothing in xi (empty libraries): only residuals, which drive induction.
         credits = (list[MaskillsCredit], Field(json_schema_extra=_exactly(0)))
-    residual = _narrowed(AgentResidual, "AgentResidual", {"agent": _enum(list(agents))})
+    residual = narrowed(AgentResidual, "AgentResidual", {"agent": enum_schema(list(agents))})
     return create_model(
         "TrajectoryCritique",
         __base__=TrajectoryCritique,
