@@ -1,18 +1,24 @@
-"""One GRSE iteration with G=4 and the same loop with G=1, on the same questions and engine.
+"""One GRSE iteration (G = 4) under named request profiles, on the same questions and engine.
 
-    python benchmarks/iteration.py [--model default|small|PATH] [--questions 3] [--validation 2]
+    python benchmarks/iteration.py --compare [--model default] [--questions 2] [--validation 2]
+    python benchmarks/iteration.py --profiles default,input-first [--model small]
 
-Prints for each run: wall time; the share of wall time the engine was busy (the model-call
-intervals merged, over the wall time); prompt / completion / cached tokens per role; prompt
-tokens the engine served from its prefix cache (from the engine log); the critic payload
-against its naive size (repeated text inline); and what the group's first-agent n=G call
-returned (a server that ignores `n` returns one choice).
+A profile pins everything about how requests are made: the engine, the structured-output
+method and cap of each role, the first agent's n=G call, concurrency and the prompt layout.
+`today` is the path of commit 13618e1 (before the throughput work, with the paper's operator
+caps); `default` is what the project does now (the demo's settings); `input-first` is the
+default with the shared task input laid out first (`grse_graph.team.layout`). `--compare`
+runs `today` then `default`, each on a fresh engine, and prints per profile: wall time; the
+share of it the engine was busy; prompt tokens the engine computed vs served from its prefix
+cache (its own report); calls and tokens per role; critic outputs that failed to parse or
+validate; runaway generations stopped; and the ratio of wall times.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import tempfile
 import threading
 import time
@@ -22,17 +28,83 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.table import Table
 
 from grse_graph.llm import LLMConfig, PromptEvalStats, SamplingSettings, load_config
 from grse_graph.llm.provider import ChatModelProvider, RoleName
-from grse_graph.methods.grse.method import CritiqueRecord, GrseSettings
+from grse_graph.methods.grse.aggregate import DEFAULT_AGGREGATE_MAX_TOKENS
+from grse_graph.methods.grse.method import CritiqueRecord
+from grse_graph.methods.operators.base import OperatorSettings
 from grse_graph.training.config import TrainConfig
+from grse_graph.training.demo import DEMO_ACTOR_MAX_TOKENS, learning_config
 from grse_graph.training.graph import TrainingDeps
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import run_training
 from grse_graph.training.session import load_training_task, open_endpoints
+
+
+class RequestProfile(BaseModel):
+    """How one benchmarked iteration makes its requests.
+
+    ``llm`` are dotted `load_config` overrides (``"critic.structured_method"``), ``train``
+    updates of the `TrainConfig` and ``grse`` of its GRSE section; empty means the project's
+    defaults.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    llm: dict[str, object] = Field(default_factory=dict)
+    train: dict[str, object] = Field(default_factory=dict)
+    grse: dict[str, object] = Field(default_factory=dict)
+
+
+TODAY = RequestProfile(
+    name="today",
+    description="commit 13618e1: llama-cpp-python, function calling for every structured "
+    "role, the critic shown the narrowed schema, critic cap 900",
+    llm={
+        "engine.engine": "llama-cpp-python",
+        **{f"{role}.structured_method": "function_calling" for role in ("critic", "optimizer")},
+    },
+    train={"first_agent_n": True, "concurrency": 4},
+    grse={
+        "critic_max_tokens": 900,
+        "aggregate_max_tokens": DEFAULT_AGGREGATE_MAX_TOKENS,
+        "operators": OperatorSettings(),
+    },
+)
+DEFAULT = RequestProfile(
+    name="default", description="the project's defaults (the demo's CPU-sized caps)"
+)
+INPUT_FIRST = RequestProfile(
+    name="input-first",
+    description="the defaults with the shared task input before each agent's role prompt",
+    train={"prompt_layout": "input_first"},
+)
+PROFILES = {profile.name: profile for profile in (TODAY, DEFAULT, INPUT_FIRST)}
+
+
+def custom_profile(assignments: list[str]) -> RequestProfile:
+    """A profile from ``section.key=value`` strings (section llm, train or grse); values are
+    read as JSON when they parse (numbers, booleans), as text otherwise."""
+    sections: dict[str, dict[str, object]] = {"llm": {}, "train": {}, "grse": {}}
+    for assignment in assignments:
+        key, separator, raw = assignment.partition("=")
+        section, _, field = key.partition(".")
+        if not separator or section not in sections or not field:
+            raise SystemExit(f"--custom {assignment!r}: expected llm|train|grse.KEY=VALUE")
+        try:
+            value: object = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        sections[section][field] = value
+    return RequestProfile(
+        name="custom", description=f"defaults with {', '.join(assignments)}", **sections
+    )
 
 
 class IntervalRecorder(BaseCallbackHandler):
@@ -95,13 +167,24 @@ class RecordingProvider:
         return model.model_copy(update={"callbacks": callbacks})
 
 
-def run_once(llm: LLMConfig, config: TrainConfig, folder: Path, console: Console) -> dict[str, Any]:
+def profile_configs(
+    profile: RequestProfile, base: TrainConfig, model: str
+) -> tuple[LLMConfig, TrainConfig]:
+    """The model-role and training configuration a profile runs with."""
+    llm = load_config(overrides={"engine.model": model, **profile.llm})
+    method = base.method.model_copy(update=profile.grse)
+    return llm, base.model_copy(update={**profile.train, "method": method})
+
+
+def run_profile(
+    profile: RequestProfile, llm: LLMConfig, config: TrainConfig, folder: Path, console: Console
+) -> dict[str, Any]:
     """One iteration on a fresh engine; returns the measurements."""
+    console.print(f"[bold]{profile.name}[/bold]: {profile.description}")
     with open_endpoints(llm, engine_log=folder / "engine.log") as endpoints:
         recorder = IntervalRecorder()
-        engine_before = (
-            endpoints.engine.prompt_eval_stats() if endpoints.engine is not None else None
-        )
+        engine = endpoints.engine
+        engine_before = endpoints.prompt_eval_stats()
         deps = TrainingDeps(
             task=load_training_task(config),
             provider=RecordingProvider(endpoints.roles, recorder),
@@ -113,90 +196,129 @@ def run_once(llm: LLMConfig, config: TrainConfig, folder: Path, console: Console
         asyncio.run(run_training(deps))
         wall = time.monotonic() - started
         engine_stats: PromptEvalStats | None = None
-        if endpoints.engine is not None and engine_before is not None:
-            engine_stats = endpoints.engine.prompt_eval_stats() - engine_before
+        if engine is not None:
+            engine_stats = endpoints.prompt_eval_stats() - engine_before
+        engine_name = (
+            " + ".join(f"{e.engine_name} ({model})" for model, e in endpoints.engines.items())
+            or "remote"
+        )
         report = endpoints.ledger.report()
-    records = RunFolder(folder).credits(CritiqueRecord).read()
-    critiques = [c.result for c in records if c.result is not None]
-    openings = RunFolder(folder).openings.read()
-    console.print(f"G={deps.credit_method().rollouts_per_question()}: {wall:.0f} s, run {folder}")
+    critiques = RunFolder(folder).credits(CritiqueRecord).read()
+    invalid = sum(
+        1
+        for record in critiques
+        if record.result is None or record.result.diagnosis_error is not None
+    )
+    console.print(f"  {wall:.0f} s on {engine_name}, run folder {folder}")
     return {
+        "engine": engine_name,
         "wall": wall,
         "busy": recorder.busy_seconds(),
         "usage": report,
-        "engine": engine_stats,
-        "payload": sum(c.payload_chars for c in critiques),
-        "naive": sum(c.naive_payload_chars for c in critiques),
-        "openings": (
-            f"{sum(len(o.replies) for o in openings)} choices for "
-            f"{sum(o.requested for o in openings)} requested in {len(openings)} call(s)"
-            if openings
-            else "not used"
-        ),
+        "stats": engine_stats,
+        "critic_units": len(critiques),
+        "critic_invalid": invalid,
     }
 
 
-def main() -> None:
-    """Run both configurations and print the comparison."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="default")
-    parser.add_argument("--task", default="demo")
-    parser.add_argument("--questions", type=int, default=3)
-    parser.add_argument("--validation", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
-    console = Console()
-    out = args.out or Path(tempfile.mkdtemp(prefix="grse-iteration-bench-"))
-    llm = load_config(overrides={"engine.model": args.model})
-    results: dict[int, dict[str, Any]] = {}
-    for group_size in (4, 1):
-        config = TrainConfig(
-            task=args.task,
-            iterations=1,
-            method=GrseSettings(group_size=group_size),
-            batch_size=args.questions,
-            validation_size=args.validation,
-            concurrency=4,
-        )
-        results[group_size] = run_once(llm, config, out / f"g{group_size}", console)
-
-    table = Table(title=f"one GRSE iteration, {args.questions} questions, model {args.model}")
+def print_table(
+    results: dict[str, dict[str, Any]], args: argparse.Namespace, console: Console
+) -> None:
+    """One column per profile."""
+    table = Table(
+        title=f"one GRSE iteration (G=4), task {args.task}, {args.questions} questions, "
+        f"|V|={args.validation}, model {args.model}"
+    )
     table.add_column("measure")
-    for g in results:
-        table.add_column(f"G={g}", justify="right")
+    for name in results:
+        table.add_column(name, justify="right")
 
     def row(label: str, fn: Any) -> None:
         table.add_row(label, *(fn(r) for r in results.values()))
 
+    row("engine", lambda r: r["engine"])
     row("wall time (s)", lambda r: f"{r['wall']:.1f}")
-    row("engine busy (s)", lambda r: f"{r['busy']:.1f}")
     row("engine busy share", lambda r: f"{r['busy'] / r['wall']:.0%}")
+    row(
+        "prompt tokens computed / from prefix cache",
+        lambda r: (
+            f"{r['stats'].evaluated_prompt_tokens} / {r['stats'].reused_prompt_tokens}"
+            if r["stats"] is not None
+            else "n/a"
+        ),
+    )
+    row(
+        "engine prompt / generation time (s)",
+        lambda r: (
+            f"{r['stats'].prompt_eval_ms / 1000:.0f} / {r['stats'].generation_ms / 1000:.0f}"
+            if r["stats"] is not None
+            else "n/a"
+        ),
+    )
     for role in ("actor", "critic", "optimizer"):
         row(
-            f"{role} calls / prompt / completion / cached",
+            f"{role}: calls / prompt / completion tokens",
             lambda r, role=role: (
                 f"{r['usage'].role(role).calls} / {r['usage'].role(role).prompt_tokens} / "
-                f"{r['usage'].role(role).completion_tokens} / "
-                f"{r['usage'].role(role).cached_prompt_tokens}"
+                f"{r['usage'].role(role).completion_tokens}"
             ),
         )
     row(
-        "engine prompt tokens computed / from prefix cache",
-        lambda r: (
-            f"{r['engine'].evaluated_prompt_tokens} / {r['engine'].reused_prompt_tokens}"
-            if r["engine"] is not None
-            else "n/a (remote endpoint)"
-        ),
+        "critic outputs invalid / groups",
+        lambda r: f"{r['critic_invalid']} / {r['critic_units']}",
     )
     row(
-        "critic payload / naive (chars)",
-        lambda r: (
-            f"{r['payload']} / {r['naive']}"
-            + (f" ({r['payload'] / r['naive']:.0%})" if r["naive"] else "")
-        ),
+        "structured runaway stops",
+        lambda r: str(sum(r["usage"].role(role).runaway_stops for role in ("critic", "optimizer"))),
     )
-    row("first-agent n=G calls", lambda r: r["openings"])
+    first = next(iter(results.values()))
+    row("wall time vs first profile", lambda r: f"{first['wall'] / r['wall']:.2f}x faster")
     console.print(table)
+
+
+def main() -> None:
+    """Run the chosen profiles and print the comparison."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--model", default="default")
+    parser.add_argument("--task", default="demo")
+    parser.add_argument("--questions", type=int, default=2)
+    parser.add_argument("--validation", type=int, default=2)
+    parser.add_argument("--compare", action="store_true", help="profiles today,default")
+    parser.add_argument("--profiles", default="default", help=f"comma list of {sorted(PROFILES)}")
+    parser.add_argument(
+        "--custom",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="add a profile 'custom': the defaults with these overrides (llm.critic."
+        "structured_method=json_prompt, train.prompt_layout=input_first, grse.critic_max_tokens"
+        "=600); repeatable",
+    )
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    profiles = dict(PROFILES)
+    names = ["today", "default"] if args.compare else args.profiles.split(",")
+    if args.custom:
+        profiles["custom"] = custom_profile(args.custom)
+        names.append("custom")
+    unknown = [name for name in names if name not in profiles]
+    if unknown:
+        parser.error(f"unknown profile(s) {', '.join(unknown)}; known: {', '.join(profiles)}")
+    console = Console()
+    out = args.out or Path(tempfile.mkdtemp(prefix="grse-iteration-bench-"))
+    base = learning_config(
+        task=args.task,
+        iterations=1,
+        group_size=4,
+        batch_size=args.questions,
+        validation_size=args.validation,
+        validation_repeats=1,
+    ).model_copy(update={"actor_max_tokens": DEMO_ACTOR_MAX_TOKENS})
+    results: dict[str, dict[str, Any]] = {}
+    for name in names:
+        llm, config = profile_configs(profiles[name], base, args.model)
+        results[name] = run_profile(profiles[name], llm, config, out / name, console)
+    print_table(results, args, console)
 
 
 if __name__ == "__main__":

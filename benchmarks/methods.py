@@ -3,8 +3,9 @@
     python benchmarks/methods.py [--model default|small|PATH] [--task demo] [--questions 3]
         [--validation 2] [--methods grse,maskills] [--group-size 4] [--out DIR]
 
-Every method gets the same loop-level settings (task, batch, validation set, seed, decoding,
-actor and critic caps) and a fresh embedded engine, so the runs differ only in the method
+Every method gets the demo's loop-level settings (`learning_config`: seed, decoding, the
+CPU-sized actor, critic and optimizer caps) with the given task, batch and validation set, and a
+fresh embedded engine, so the runs differ only in the method
 section; GRSE runs with G = --group-size (4). Printed side by side: wall time; calls and
 tokens per role, with the actor split into training rollouts and validation (from the step
 usage recorded in rollouts.jsonl and validation.jsonl; the ledger's actor total next to it);
@@ -28,24 +29,14 @@ from rich.table import Table
 
 from grse_graph.llm import LLMConfig, load_config
 from grse_graph.methods.base import CreditRecord
-from grse_graph.methods.registry import METHOD_NAMES, method_class
+from grse_graph.methods.registry import METHOD_NAMES
 from grse_graph.team.rollout import Rollout
 from grse_graph.training.config import TrainConfig
+from grse_graph.training.demo import DEMO_ACTOR_MAX_TOKENS, demo_llm_overrides, learning_config
 from grse_graph.training.graph import TrainingDeps
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import run_training
 from grse_graph.training.session import load_training_task, open_endpoints
-
-
-def method_section(name: str, group_size: int, critic_max_tokens: int | None) -> dict[str, Any]:
-    """The method's settings: its defaults, GRSE's G, and the shared critic cap."""
-    fields = method_class(name).settings_type.model_fields
-    section: dict[str, Any] = {"name": name}
-    if "group_size" in fields:
-        section["group_size"] = group_size
-    if critic_max_tokens is not None and "critic_max_tokens" in fields:
-        section["critic_max_tokens"] = critic_max_tokens
-    return section
 
 
 def step_tokens(rollouts: Sequence[Rollout]) -> tuple[int, int, int]:
@@ -121,28 +112,24 @@ def main() -> None:
     parser.add_argument("--validation", type=int, default=2)
     parser.add_argument("--methods", default=",".join(METHOD_NAMES))
     parser.add_argument("--group-size", type=int, default=4)
-    parser.add_argument("--actor-max-tokens", type=int, default=192)
-    parser.add_argument("--critic-max-tokens", type=int, default=900)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     console = Console()
     out = args.out or Path(tempfile.mkdtemp(prefix="grse-methods-bench-"))
-    llm = load_config(
-        overrides={"engine.model": args.model, "actor.max_tokens": args.actor_max_tokens}
-    )
+    llm = load_config(overrides=demo_llm_overrides(args.model))
     results: dict[str, dict[str, Any]] = {}
     for name in args.methods.split(","):
-        config = TrainConfig.model_validate(
-            {
-                "task": args.task,
-                "iterations": 1,
-                "method": method_section(name, args.group_size, args.critic_max_tokens),
-                "batch_size": args.questions,
-                "validation_size": args.validation,
-                "concurrency": 4,
-                "actor_max_tokens": args.actor_max_tokens,
-            }
-        )
+        # The demo's loop settings and CPU-sized caps for every method; only the method
+        # section differs (GRSE's G from --group-size).
+        config = learning_config(
+            name,
+            task=args.task,
+            iterations=1,
+            group_size=args.group_size,
+            batch_size=args.questions,
+            validation_size=args.validation,
+            validation_repeats=1,
+        ).model_copy(update={"actor_max_tokens": DEMO_ACTOR_MAX_TOKENS})
         try:
             results[name] = run_method(llm, config, out / name, console)
         except Exception as error:  # one method failing must not hide the others

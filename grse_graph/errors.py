@@ -42,3 +42,8 @@ class ModelRequestRefused(GrseError):
 class ModelEndpointError(GrseError):
     """A model endpoint did not answer usably (unreachable, timed out, server error, malformed
     reply) within its retries. The message names the role, the endpoint and the cause."""
+
+
+class RunawayGenerationStopped(GrseError):
+    """A streamed model reply was stopped early because its tail kept repeating (thrown into the
+    stream by `grse_graph.llm.structured`; the usage ledger counts it as a runaway stop)."""

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.tool import tool_call_chunk
+from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field
 
 from grse_graph.llm.provider import RoleName, SamplingSettings
@@ -29,6 +33,28 @@ class ScriptedChatModel(GenericFakeChatModel):
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         self.calls.append(list(messages))
         return super()._generate(messages, *args, **kwargs)
+
+    def _stream(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Iterator[Any]:
+        # Like a server: text word by word, then each tool call's arguments in two pieces.
+        message = self._generate(messages, *args, **kwargs).generations[0].message
+        text = message.content if isinstance(message.content, str) else ""
+        for piece in re.split(r"(\s)", text) if text else []:
+            if piece:
+                yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+        for index, call in enumerate(getattr(message, "tool_calls", [])):
+            arguments = json.dumps(call["args"])
+            half = len(arguments) // 2
+            for part, piece in enumerate((arguments[:half], arguments[half:])):
+                first = part == 0
+                chunk = tool_call_chunk(
+                    name=call["name"] if first else None,
+                    args=piece,
+                    id=call.get("id") if first else None,
+                    index=index,
+                )
+                yield ChatGenerationChunk(
+                    message=AIMessageChunk(content="", tool_call_chunks=[chunk])
+                )
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
         return self

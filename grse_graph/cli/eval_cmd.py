@@ -94,7 +94,7 @@ def describe_actor(config: LLMConfig) -> str:
     """The actor model as recorded in `run.json` (the engine's port is left out: it changes)."""
     actor = config.role("actor")
     if actor.embedded:
-        return f"embedded:{config.engine.model}"
+        return f"embedded:{config.embedded_model('actor')}"
     return f"{actor.base_url} {actor.model}"
 
 
@@ -104,12 +104,15 @@ def actor_provider(config: LLMConfig, console: Console) -> Iterator[ModelRoles]:
     role uses it (base_url None) and stops it afterwards."""
     ledger = UsageLedger()
     with ExitStack() as stack:
-        engine_url = None
+        engine_url: dict[str, str] | None = None
         if config.role("actor").embedded:
-            console.print(f"starting the embedded engine (model {config.engine.model}) ...")
-            engine = stack.enter_context(LocalEngine(config.engine))
+            model = config.embedded_model("actor")
+            console.print(f"starting the embedded engine (model {model}) ...")
+            engine = stack.enter_context(
+                LocalEngine(config.engine.model_copy(update={"model": model}))
+            )
             ledger.attach_engine_stats(engine.prompt_eval_stats)
-            engine_url = engine.base_url
+            engine_url = {model: engine.base_url}
             console.print(f"engine {engine.engine_name} ready at {engine_url}")
         yield stack.enter_context(ModelRoles(config, ledger, engine_url=engine_url))
 

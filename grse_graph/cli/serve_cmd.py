@@ -39,6 +39,13 @@ def serve_local(
     llama_server: Annotated[
         Path | None, typer.Option("--llama-server", help="Path to a llama-server binary.")
     ] = None,
+    build_if_missing: Annotated[
+        bool | None,
+        typer.Option(
+            "--build-if-missing/--no-build-if-missing",
+            help="With --engine llama-server: build it first when it is not built (minutes).",
+        ),
+    ] = None,
     config: ConfigOption = None,
 ) -> None:
     """Run the embedded OpenAI-compatible engine on 127.0.0.1 until Ctrl-C or SIGTERM."""
@@ -51,6 +58,7 @@ def serve_local(
             "engine.threads": threads,
             "engine.n_ctx": n_ctx,
             "engine.llama_server_path": llama_server,
+            "engine.build_if_missing": build_if_missing,
         },
     ).engine
     stop = threading.Event()

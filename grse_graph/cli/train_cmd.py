@@ -15,7 +15,6 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from grse_graph.checkpointing import CheckpointerSpec
@@ -32,9 +31,12 @@ from grse_graph.team.topology import TOPOLOGY_NAMES
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.context import TrainingDeps
 from grse_graph.training.demo import (
-    DEMO_ACTOR_MAX_TOKENS,
     DEMO_SETTINGS,
     DEMO_TEST_LIMIT,
+    demo_llm_overrides,
+    learning_config,
+    print_comparison,
+    print_learned,
     run_demo,
 )
 from grse_graph.training.report import library_skills
@@ -207,16 +209,6 @@ def print_usage(console: Console, usage: dict[str, Any]) -> None:
             f"{r.get('wall_time_s', 0.0):.1f}",
         )
     console.print(table)
-
-
-def print_libraries(console: Console, run: RunFolder, result: TrainResult) -> None:
-    """The final libraries, skill by skill with description and body."""
-    for agent, relative in sorted(result.final_libraries.items()):
-        skills = library_skills(run.path / relative)
-        console.rule(escape(f"{agent}: {len(skills)} skill(s) in {run.path / relative}"))
-        for skill in skills:
-            console.print(f"[bold]{skill.name}[/]: {skill.description}", highlight=False)
-            console.print(skill.body.strip(), highlight=False, markup=False)
 
 
 def print_gates(console: Console, run: RunFolder, result: TrainResult) -> None:
@@ -443,19 +435,31 @@ def register(app: typer.Typer) -> None:
             int,
             typer.Option(min=0, help="first N test questions (both kinds mixed; 0: all)"),
         ] = DEMO_TEST_LIMIT,
+        critic_model: Annotated[
+            str | None,
+            typer.Option(help="embedded model of the critic (default: the demo's choice)"),
+        ] = None,
+        optimizer_model: Annotated[
+            str | None,
+            typer.Option(help="embedded model of the optimizer (default: the demo's choice)"),
+        ] = None,
     ) -> None:
         """The main job: train GRSE on the demo task with the embedded engine, then compare the
         empty and the trained libraries on the demo test split (greedy)."""
         console = Console()
         started = time.perf_counter()
-        settings = {**DEMO_SETTINGS, "iterations": iterations, "batch_size": batch_size}
-        config = TrainConfig.model_validate(settings)
+        config = learning_config(iterations=iterations, batch_size=batch_size)
         run = RunFolder(out or _default_run_dir("demo"))
         llm = load_config(
-            overrides={"engine.model": model, "actor.max_tokens": DEMO_ACTOR_MAX_TOKENS}
+            overrides=demo_llm_overrides(
+                model, critic_model=critic_model, optimizer_model=optimizer_model
+            )
         )
         with open_endpoints(llm, engine_log=run.path / "engine.log") as endpoints:
-            console.print(f"engine: {endpoints.roles.base_url('actor')}  model: {model}")
+            for role in ("actor", "critic", "optimizer"):
+                console.print(
+                    f"{role}: {llm.embedded_model(role)} at {endpoints.roles.base_url(role)}"
+                )
             tracker = ProgressTracker(config.iterations, tokens=lambda: _tokens(endpoints))
             live = LiveProgress(tracker, console)
             deps = session_deps(config, run, endpoints, on_progress=live)
@@ -465,7 +469,8 @@ def register(app: typer.Typer) -> None:
             usage = endpoints.ledger.report().model_dump(mode="json")
         run.write_usage(usage)
         print_gates(console, run, result.training)
-        print_libraries(console, run, result.training)
+        print_learned(console, result.learned)
+        print_comparison(console, result.comparison)
         table = Table(title="demo test split, greedy decoding")
         metrics = list(result.empty.overall.metrics)
         for column in ("library", "questions", "failed", "reward", *metrics):

@@ -1,4 +1,5 @@
-"""Averages of an evaluation: overall, per category, answer-state shares; the terminal table."""
+"""Averages of an evaluation: overall, per category, answer-state shares; the terminal tables
+(of one evaluation, and of two compared question by question)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from .records import EvalSummary, GroupSummary, PredictionRecord
+from .transitions import OUTCOMES, LibraryComparison, Outcome
 
 STATE_KEYS: tuple[str, ...] = ("correct", "wrong", "declined", "failed")
 
@@ -115,4 +117,73 @@ def summary_table(summary: EvalSummary) -> Table:
     for category, group in summary.per_category.items():
         row(category, group)
     row("overall", summary.overall, style="bold")
+    return table
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` on one line, cut to at most `limit` characters (ending with an ellipsis)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def outcome_label(outcome: Outcome, reward: float) -> str:
+    """`correct 1.00`: an answer's outcome and reward."""
+    return f"{outcome} {reward:.2f}"
+
+
+def difference_text(comparison: LibraryComparison) -> str:
+    """Both mean rewards and the paired difference with its bootstrap interval, one line."""
+    c, p = comparison, comparison.paired
+    return (
+        f"Mean reward: {c.before_label} {c.mean_before:.3f}, {c.after_label} {c.mean_after:.3f}; "
+        f"paired difference {p.difference:+.3f}, {100 * p.level:.0f}% bootstrap interval "
+        f"[{p.low:+.3f}, {p.high:+.3f}] ({p.questions} questions, {p.resamples:,} resamples, "
+        f"seed {p.seed})."
+    )
+
+
+def transition_table(comparison: LibraryComparison) -> Table:
+    """The 3x3 table: rows = outcome under the library before, columns = after."""
+    c = comparison
+    table = Table(title=f"test transitions {c.before_label} -> {c.after_label}")
+    table.add_column(f"{c.before_label} \\ {c.after_label}")
+    for outcome in OUTCOMES:
+        table.add_column(outcome, justify="right")
+    table.add_column("total", justify="right")
+    for row in OUTCOMES:
+        table.add_row(
+            row,
+            *(str(c.table.counts[row][col]) for col in OUTCOMES),
+            str(c.table.total("before", row)),
+        )
+    table.add_row(
+        "total",
+        *(str(c.table.total("after", col)) for col in OUTCOMES),
+        str(len(c.transitions)),
+        style="bold",
+    )
+    return table
+
+
+def question_table(comparison: LibraryComparison, prediction_chars: int = 40) -> Table:
+    """One row per question: outcome, reward and (shortened) answer under each library."""
+    c = comparison
+    table = Table(title=f"test questions, {c.before_label} -> {c.after_label}")
+    for column in ("question", "category", "gold", c.before_label, c.after_label, "change"):
+        table.add_column(column, justify="right" if column == "change" else "left")
+
+    def short(text: str) -> str:
+        return shorten(text, prediction_chars)
+
+    for t in c.transitions:
+        moved = t.before != t.after
+        table.add_row(
+            t.question_id,
+            t.category or "-",
+            short(t.answer),
+            f"{outcome_label(t.before, t.reward_before)}: {short(t.prediction_before)}",
+            f"{outcome_label(t.after, t.reward_after)}: {short(t.prediction_after)}",
+            f"{t.reward_change:+.2f}",
+            style="bold" if moved else None,
+        )
     return table

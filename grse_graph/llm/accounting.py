@@ -26,6 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from grse_graph.errors import RunawayGenerationStopped
 from grse_graph.llm.provider import ROLES, RoleName
 
 
@@ -42,6 +43,8 @@ class RoleUsage(BaseModel):
     cached_prompt_tokens: int = 0
     calls_without_usage: int = 0
     wall_time_s: float = 0.0
+    runaway_stops: int = 0
+    """Streamed replies stopped early because they kept repeating (also counted as failures)."""
 
     def __add__(self, other: RoleUsage) -> RoleUsage:
         return RoleUsage(
@@ -53,6 +56,7 @@ class RoleUsage(BaseModel):
             cached_prompt_tokens=self.cached_prompt_tokens + other.cached_prompt_tokens,
             calls_without_usage=self.calls_without_usage + other.calls_without_usage,
             wall_time_s=self.wall_time_s + other.wall_time_s,
+            runaway_stops=self.runaway_stops + other.runaway_stops,
         )
 
 
@@ -72,6 +76,16 @@ class PromptEvalStats(BaseModel):
     prompt_eval_ms: float = 0.0
     generated_tokens: int = 0
     generation_ms: float = 0.0
+
+    def __add__(self, other: PromptEvalStats) -> PromptEvalStats:
+        return PromptEvalStats(
+            completions=self.completions + other.completions,
+            evaluated_prompt_tokens=self.evaluated_prompt_tokens + other.evaluated_prompt_tokens,
+            reused_prompt_tokens=self.reused_prompt_tokens + other.reused_prompt_tokens,
+            prompt_eval_ms=self.prompt_eval_ms + other.prompt_eval_ms,
+            generated_tokens=self.generated_tokens + other.generated_tokens,
+            generation_ms=self.generation_ms + other.generation_ms,
+        )
 
     def __sub__(self, earlier: PromptEvalStats) -> PromptEvalStats:
         return PromptEvalStats(
@@ -139,6 +153,7 @@ class _Counters:
         self.cached_prompt_tokens = 0
         self.calls_without_usage = 0
         self.wall_time_s = 0.0
+        self.runaway_stops = 0
 
     def snapshot(self) -> RoleUsage:
         return RoleUsage(
@@ -150,6 +165,7 @@ class _Counters:
             cached_prompt_tokens=self.cached_prompt_tokens,
             calls_without_usage=self.calls_without_usage,
             wall_time_s=self.wall_time_s,
+            runaway_stops=self.runaway_stops,
         )
 
 
@@ -267,7 +283,9 @@ class UsageLedger:
             self._counters_of(role).started += 1
             self._starts[run_id] = time.monotonic()
 
-    def _finish(self, role: str, run_id: UUID, result: LLMResult | None) -> None:
+    def _finish(
+        self, role: str, run_id: UUID, result: LLMResult | None, *, runaway: bool = False
+    ) -> None:
         now = time.monotonic()
         counts = token_counts(result) if result is not None else None
         with self._lock:
@@ -276,6 +294,7 @@ class UsageLedger:
             if started is not None:
                 counters.wall_time_s += now - started
             counters.calls += 1
+            counters.runaway_stops += runaway
             if result is None:
                 counters.failures += 1
             elif counts is None:
@@ -310,4 +329,5 @@ class _RoleCallback(BaseCallbackHandler):
         self._ledger._finish(self._role, run_id, response)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._ledger._finish(self._role, run_id, None)
+        runaway = isinstance(error, RunawayGenerationStopped)
+        self._ledger._finish(self._role, run_id, None, runaway=runaway)

@@ -24,8 +24,11 @@ ENGINE_MODEL_ALIAS = "grse-local"
 
 EngineName = Literal["auto", "llama-server", "llama-cpp-python"]
 
-StructuredMethod = Literal["function_calling", "json_prompt"]
-"""How `grse_graph.llm.structured.structured_call` gets a schema object from a role's model."""
+StructuredMethod = Literal[
+    "function_calling", "json_prompt", "json_object", "json_object_schema", "json_schema"
+]
+"""How `grse_graph.llm.structured.structured_call` gets a schema object from a role's model
+(the methods are described in `grse_graph.llm.structured`)."""
 
 ThinkingMode = Literal["auto", "off", "on"]
 """Whether a role asks the server to disable the chat template's thinking mode (see
@@ -89,9 +92,30 @@ class RoleSettings(BaseModel):
     (same single repair round). It exists because llama-cpp-python 0.3.36 applies the grammar
     sampler to the whole vocabulary on every token, which turns a few-hundred-token structured
     reply (a critic output) from seconds into minutes on CPU; plain generation does not pay
-    that, at the price of an unconstrained model sometimes writing invalid JSON. Set it per role
+    that, at the price of an unconstrained model sometimes writing invalid JSON. ``json_object``
+    (a generic JSON grammar, the schema in the prompt), ``json_object_schema`` (llama-cpp-python's
+    schema grammar through ``response_format``) and ``json_schema`` (llama-server, vLLM) are the
+    engine-constrained alternatives; ``benchmarks/structured.py`` measures them all. Set it per role
     in TOML (``[critic] structured_method = "json_prompt"``) or the environment
-    (``GRSE_CRITIC_STRUCTURED_METHOD=json_prompt``).
+    (``GRSE_CRITIC_STRUCTURED_METHOD=json_prompt``). ``structured_stream`` streams structured
+    replies and stops one whose tail keeps repeating (a loop inside the grammar) after a few
+    copies instead of at the cap; the stop is a failed attempt that goes to the repair round.
+    It is off by default because llama-cpp-python 0.3.36 reports no token usage on streams
+    (such calls are counted in ``calls_without_usage``) and the fault-test server does not
+    stream.
+
+    ``narrowed_schemas``: where the structured method has the engine enforce the schema, a
+    caller may send a schema narrowed to the names valid for this request (the GRSE critic's
+    per-agent skill and step enums); False sends the plain schema. Measured on the embedded
+    0.5B model: the plain schema's grammar ran about 4x faster per token, but the critic then
+    named speakers and "Agent 1" as agents and every diagnosis was dropped by the checks, so
+    narrowing stays on by default (`benchmarks/structured.py`, `benchmarks/iteration.py`).
+
+    ``engine_model`` gives an embedded role its own model (``default``, ``medium``, ``small`` or
+    a ``.gguf`` path) instead of ``[engine] model``: a second engine with the same engine
+    settings serves it (for example the critic and optimizer on ``medium`` beside a ``default``
+    actor). The engines take turns, since the training stages that use them run one after
+    another.
 
     ``thinking`` is the switch for models whose chat template has a thinking mode (Qwen3):
     "auto" disables it, as in the paper, when the model's family is known to have one
@@ -112,7 +136,10 @@ class RoleSettings(BaseModel):
     concurrency: int = Field(default=4, ge=1)
     legacy_max_tokens: bool = True
     structured_method: StructuredMethod = "function_calling"
+    structured_stream: bool = False
     thinking: ThinkingMode = "auto"
+    engine_model: str | None = None
+    narrowed_schemas: bool = True
 
     @property
     def embedded(self) -> bool:
@@ -147,7 +174,9 @@ class EngineSettings(BaseModel):
     (Qwen2.5-Coder-1.5B) or a path to a ``.gguf`` file. ``port`` 0 picks a free loopback port.
     ``n_ctx`` is the context per request (per slot on llama-server). ``threads`` None means one
     per CPU core. ``allow_amx`` False keeps ggml off Intel AMX kernels (some virtual machines
-    advertise AMX but fault on it; see `grse_graph.llm.childproc`).
+    advertise AMX but fault on it; see `grse_graph.llm.childproc`). ``build_if_missing``: with
+    ``engine = "llama-server"`` and no binary found, build it into the cache first
+    (`grse_graph.llm.build`, minutes).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -164,6 +193,7 @@ class EngineSettings(BaseModel):
     chat_format: str = "chatml-function-calling"
     startup_timeout_s: float = Field(default=180.0, gt=0.0)
     allow_amx: bool = False
+    build_if_missing: bool = False
 
     def resolved_threads(self) -> int:
         """The thread count to start the engine with."""
@@ -190,6 +220,20 @@ class LLMConfig(BaseModel):
         """True when at least one role needs the embedded engine."""
         return any(self.role(role).embedded for role in ROLES)
 
+    def embedded_model(self, role: RoleName) -> str:
+        """The embedded engine model an embedded role runs on (its ``engine_model`` or the
+        engine's)."""
+        return self.role(role).engine_model or self.engine.model
+
+    def embedded_models(self) -> list[str]:
+        """The distinct models of the embedded roles, the actor's (or the engine's) first: one
+        engine is started per model."""
+        models = [self.engine.model] if self.role("actor").embedded else []
+        for role in ROLES:
+            if self.role(role).embedded and self.embedded_model(role) not in models:
+                models.append(self.embedded_model(role))
+        return models
+
     def model_name(self, role: RoleName) -> str:
         """The name a role's model family is read from: the served model name on a remote
         endpoint; on the embedded engine the engine model (its named models map to their
@@ -197,7 +241,8 @@ class LLMConfig(BaseModel):
         settings = self.role(role)
         if not settings.embedded:
             return settings.model
-        return _ENGINE_MODEL_FAMILIES.get(self.engine.model, self.engine.model)
+        model = self.embedded_model(role)
+        return _ENGINE_MODEL_FAMILIES.get(model, model)
 
     def training_top_k(self) -> int:
         """The paper's training top-k for the actor's model family (20 Qwen, 64 Gemma)."""

@@ -1,9 +1,10 @@
 """The embedded local engine: an OpenAI-compatible llama.cpp server on loopback.
 
-`LocalEngine` resolves the model file, chooses the engine (llama.cpp's ``llama-server`` when it
-is configured or on PATH, because it batches concurrent requests across slots; otherwise
-llama-cpp-python's ``python -m llama_cpp.server``), starts it on a free port with a chat format
-that supports tool calls, waits until ``/v1/models`` answers and stops it on exit.
+`LocalEngine` resolves the model file, chooses the engine (see `choose_engine`: llama.cpp's
+``llama-server`` when asked for or configured, found at the configured path, in the cache where
+`grse engine build` puts it, or on PATH; otherwise llama-cpp-python's
+``python -m llama_cpp.server``), starts it on a free port with a chat format that supports tool
+calls, waits until ``/v1/models`` answers and stops it on exit.
 
 Orphans: on Linux the child is started with ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` so it dies with
 its parent even when the parent is killed with SIGKILL. Caveat: the kernel sends that signal
@@ -14,10 +15,15 @@ a thread that lives as long as the engine should (the main thread, normally). Un
 Prefix reuse: llama-cpp-python keeps the previous prompt in its KV cache and evaluates only the
 part after the longest common prefix, but its usage block never reports cached tokens. With its
 verbose log (always on here) it prints ``N prefix-match hit, remaining M prompt tokens to eval``
-and per completion ``prompt eval time = X ms / M tokens``. `prompt_eval_stats` parses those
-lines from the engine log. llama-server prints the same ``prompt eval time`` lines; where a
-server reports ``prompt_tokens_details.cached_tokens`` in its usage (vLLM, recent llama-server)
-the ledger records it directly (not verified here against llama-server: no binary available).
+and per completion ``prompt eval time = X ms / M tokens``. llama-server prints the same
+``prompt eval time`` lines per slot and, at trace verbosity (on here), ``cached n_tokens = N,
+memory_seq_rm [N, end)`` per task: the tokens it kept from the slot's cache. `prompt_eval_stats`
+parses both engines' lines from the log. llama-server also reports
+``prompt_tokens_details.cached_tokens`` in its usage block, which the ledger records.
+
+llama-cpp-python's own RAM prompt cache (``--cache true --cache_type ram``) is not used: in one
+GRSE iteration on the 0.5B model its server grew to 23 GB resident after 24 saved prompt states
+of 67-79 MB each (a 1 GB cache) and was killed for lack of memory.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import httpx
 
 from grse_graph.errors import EngineError
 from grse_graph.llm.accounting import PromptEvalStats
+from grse_graph.llm.build import build_if_missing, cached_llama_server
 from grse_graph.llm.childproc import child_preparation
 from grse_graph.llm.config import ENGINE_MODEL_ALIAS, EngineSettings
 from grse_graph.llm.models import resolve_model
@@ -50,11 +57,27 @@ ConcreteEngine = Literal["llama-server", "llama-cpp-python"]
 _LOG_TAIL_LINES = 8
 _SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
 
-_PROMPT_EVAL = re.compile(r"prompt eval time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*tokens")
+_PROMPT_EVAL = re.compile(
+    r"(?:\| task (\d+) \|\s*)?prompt eval time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*tokens"
+)
+# llama-server: the extra samples of an n>1 request run as child tasks that copy the parent's
+# prompt state but print the parent's prompt timing again.
+_CHILD_TASK = re.compile(r"\| task (\d+) \| processing task, is_child = 1")
 _GENERATION = re.compile(
     r"(?<!prompt )\beval time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*(?:runs|tokens)"
 )
 _PREFIX_HIT = re.compile(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens")
+# llama-server (trace verbosity): the slot's tokens kept from its cache before a task's prompt.
+_SLOT_CACHED = re.compile(r"cached n_tokens = (\d+), memory_seq_rm \[")
+
+
+_HONOURS_N: dict[ConcreteEngine, bool] = {"llama-server": True, "llama-cpp-python": False}
+
+
+def honours_n(engine: ConcreteEngine) -> bool:
+    """True when the engine returns ``n`` choices for one request with ``n`` > 1
+    (llama-server; llama-cpp-python's server ignores ``n`` and returns one choice)."""
+    return _HONOURS_N[engine]
 
 
 @dataclass(frozen=True)
@@ -75,13 +98,17 @@ def llama_cpp_python_available() -> bool:
 
 
 def find_llama_server(
-    settings: EngineSettings, which: Callable[[str], str | None] = shutil.which
+    settings: EngineSettings,
+    which: Callable[[str], str | None] = shutil.which,
+    built: Callable[[Path], Path | None] = cached_llama_server,
 ) -> str | None:
-    """The configured ``llama_server_path`` (if executable) or ``llama-server`` on PATH."""
+    """The configured ``llama_server_path`` (if executable), else the one `grse engine build`
+    put in the cache for this CPU, else ``llama-server`` on PATH."""
     if settings.llama_server_path is not None:
         path = settings.llama_server_path.expanduser()
         return str(path) if path.is_file() and os.access(path, os.X_OK) else None
-    return which("llama-server")
+    cached = built(settings.cache_dir)
+    return str(cached) if cached is not None else which("llama-server")
 
 
 def choose_engine(
@@ -89,21 +116,53 @@ def choose_engine(
     *,
     which: Callable[[str], str | None] = shutil.which,
     python_available: Callable[[], bool] = llama_cpp_python_available,
+    built: Callable[[Path], Path | None] = cached_llama_server,
 ) -> EngineChoice:
-    """Pick the engine: the requested one, or for ``auto`` llama-server first (it batches
-    concurrent requests), then llama-cpp-python."""
-    server = find_llama_server(settings, which)
-    if settings.engine in ("auto", "llama-server") and server is not None:
-        return EngineChoice("llama-server", server)
-    if settings.engine == "llama-server":
-        where = settings.llama_server_path or "PATH"
-        raise EngineError(f"engine llama-server: no executable llama-server found ({where})")
+    """Pick the engine: the requested one; for ``auto`` a configured ``llama_server_path``,
+    else llama-cpp-python, else a llama-server from the cache or PATH.
+
+    ``auto`` prefers llama-cpp-python over a built or PATH llama-server until the benchmarks
+    (`benchmarks/engine.py --compare`, `benchmarks/iteration.py --compare`) decide otherwise.
+    """
+    server = find_llama_server(settings, which, built)
+    if settings.engine == "llama-server" or (
+        settings.engine == "auto" and settings.llama_server_path is not None
+    ):
+        if server is not None:
+            return EngineChoice("llama-server", server)
+        where = settings.llama_server_path or "cache or PATH"
+        raise EngineError(
+            f"engine llama-server: no executable llama-server found ({where}); "
+            "run grse engine build"
+        )
     if python_available():
         return EngineChoice("llama-cpp-python", sys.executable)
+    if settings.engine == "auto" and server is not None:
+        return EngineChoice("llama-server", server)
     raise EngineError(
         "no local engine: install llama-cpp-python (pip install 'grse-graph[local]') "
-        "or put llama-server on PATH"
+        "or build llama-server (grse engine build)"
     )
+
+
+def ensure_engine(
+    settings: EngineSettings,
+    progress: Callable[[str], None],
+    *,
+    which: Callable[[str], str | None] = shutil.which,
+    built: Callable[[Path], Path | None] = cached_llama_server,
+    build: Callable[[Path, Callable[[str], None]], Path] = build_if_missing,
+) -> EngineChoice:
+    """`choose_engine`, but with ``engine = "llama-server"`` and ``build_if_missing`` a missing
+    binary is built into the cache first (reported through ``progress``)."""
+    wants_build = settings.engine == "llama-server" and settings.build_if_missing
+    if wants_build and find_llama_server(settings, which, built) is None:
+        if settings.llama_server_path is not None:
+            raise EngineError(
+                f"engine llama-server: {settings.llama_server_path} is not an executable file"
+            )
+        return EngineChoice("llama-server", str(build(settings.cache_dir, progress)))
+    return choose_engine(settings, which=which, built=built)
 
 
 def build_engine_command(
@@ -122,11 +181,23 @@ def build_engine_command(
             "--host", settings.host,
             "--port", str(port),
             "--alias", alias,
-            # The context is shared by the slots: give each slot n_ctx tokens.
-            "--ctx-size", str(settings.n_ctx * settings.n_parallel),
             "--parallel", str(settings.n_parallel),
+            # One KV buffer shared by the slots (an n>1 request's samples share the prompt; 5x
+            # faster in issue 10), n_ctx per slot, n_parallel * n_ctx in all.
+            "--kv-unified",
+            "--kv-unified-per-slot", str(settings.n_ctx),
+            "--ctx-size", str(settings.n_ctx * settings.n_parallel),
             "--threads", threads,
+            "--threads-batch", threads,
             "--jinja",
+            # Reuse the longest common prefix of a slot's last prompt (the default, made explicit);
+            # --cache-reuse (KV shifting of chunks after a change) stays off: it shifts positions.
+            "--cache-prompt",
+            "--metrics",
+            "--no-webui",
+            # Trace level adds one line per task with the tokens reused from the slot's cache
+            # ("cached n_tokens = N"), which `parse_prompt_eval_stats` reads.
+            "--log-verbosity", "4",
         ]  # fmt: skip
     return [
         choice.executable, "-m", "llama_cpp.server",
@@ -152,18 +223,23 @@ def free_port(host: str) -> int:
 
 
 def parse_prompt_eval_stats(log_text: str) -> PromptEvalStats:
-    """Sum the engine's per-completion timing lines and prefix-cache hits."""
+    """Sum the engine's per-completion timing lines and prefix-cache hits (llama-cpp-python's
+    and llama-server's formats). Every sample of an ``n`` > 1 request counts as a completion;
+    its prompt counts once."""
     completions = evaluated = reused = generated = 0
     prompt_ms = generation_ms = 0.0
+    children = {match.group(1) for match in _CHILD_TASK.finditer(log_text)}
     for match in _PROMPT_EVAL.finditer(log_text):
         completions += 1
-        prompt_ms += float(match.group(1))
-        evaluated += int(match.group(2))
+        if match.group(1) is None or match.group(1) not in children:
+            prompt_ms += float(match.group(2))
+            evaluated += int(match.group(3))
     for match in _GENERATION.finditer(log_text):
         generation_ms += float(match.group(1))
         generated += int(match.group(2))
-    for match in _PREFIX_HIT.finditer(log_text):
-        reused += int(match.group(1))
+    for pattern in (_PREFIX_HIT, _SLOT_CACHED):
+        for match in pattern.finditer(log_text):
+            reused += int(match.group(1))
     return PromptEvalStats(
         completions=completions,
         evaluated_prompt_tokens=evaluated,
@@ -172,6 +248,10 @@ def parse_prompt_eval_stats(log_text: str) -> PromptEvalStats:
         generated_tokens=generated,
         generation_ms=generation_ms,
     )
+
+
+def _progress_to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 class LocalEngine:
@@ -187,10 +267,12 @@ class LocalEngine:
         *,
         log_path: Path | None = None,
         which: Callable[[str], str | None] = shutil.which,
+        progress: Callable[[str], None] = _progress_to_stderr,
     ) -> None:
         self.settings = settings
         self.model_alias = ENGINE_MODEL_ALIAS
         self._which = which
+        self._progress = progress
         self._requested_log_path = log_path
         self._process: subprocess.Popen[bytes] | None = None
         self._log_handle: IO[bytes] | None = None
@@ -250,7 +332,7 @@ class LocalEngine:
         """Resolve the model, start the engine and wait until it answers."""
         if self._process is not None:
             raise EngineError("the local engine is already started")
-        choice = choose_engine(self.settings, which=self._which)
+        choice = ensure_engine(self.settings, self._progress, which=self._which)
         model_path = resolve_model(self.settings.model, self.settings.cache_dir)
         port = self.settings.port or free_port(self.settings.host)
         log_path = self._requested_log_path or (
@@ -324,10 +406,23 @@ class LocalEngine:
         """Prompt tokens evaluated vs reused so far, parsed from the engine log.
 
         Take the difference of two snapshots around a request to see its prefix reuse.
+        llama-server writes its log from a separate thread, so its timing lines can land a few
+        milliseconds after the reply: the log is read until it stops growing (at most ~1 s).
         """
         if self._log_path is None or not self._log_path.exists():
             return PromptEvalStats()
-        return parse_prompt_eval_stats(self._log_path.read_text(encoding="utf-8", errors="replace"))
+        return parse_prompt_eval_stats(self._settled_log_text())
+
+    def _settled_log_text(self, pause_s: float = 0.05, max_reads: int = 20) -> str:
+        assert self._log_path is not None
+        text = self._log_path.read_text(encoding="utf-8", errors="replace")
+        for _ in range(max_reads):
+            time.sleep(pause_s)
+            again = self._log_path.read_text(encoding="utf-8", errors="replace")
+            if again == text:
+                break
+            text = again
+        return text
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """SIGTERM, wait, then SIGKILL. Safe to call twice."""

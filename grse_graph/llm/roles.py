@@ -23,7 +23,11 @@ from grse_graph.errors import ConfigError
 from grse_graph.llm.accounting import UsageLedger
 from grse_graph.llm.config import LLMConfig, RoleSettings
 from grse_graph.llm.provider import ROLES, RoleName, SamplingSettings
-from grse_graph.llm.structured import STRUCTURED_METHOD_KEY
+from grse_graph.llm.structured import (
+    NARROWED_SCHEMAS_KEY,
+    STRUCTURED_METHOD_KEY,
+    STRUCTURED_STREAM_KEY,
+)
 from grse_graph.llm.tokens import ServerTokenCounter, TokenCounter
 from grse_graph.llm.transport import (
     acall_with_reply_retries,
@@ -128,7 +132,9 @@ class RoleChatOpenAI(ChatOpenAI):
 class ModelRoles:
     """`ChatModelProvider` backed by OpenAI-compatible endpoints (vLLM, llama.cpp, hosted APIs).
 
-    Roles whose ``base_url`` is None use ``engine_url`` (the running `LocalEngine`'s base URL).
+    Roles whose ``base_url`` is None use ``engine_url``: the running `LocalEngine`'s base URL,
+    or, when embedded roles run on different models (`RoleSettings.engine_model`), a mapping
+    from each model to the base URL of the engine serving it.
     Every model shares the role's httpx clients, whose event hooks and the model's callback
     feed the `UsageLedger`. ``env`` (default ``os.environ``) is where API keys are read;
     ``transport`` / ``async_transport`` replace the network layer (tests use httpx mocks).
@@ -140,7 +146,7 @@ class ModelRoles:
         config: LLMConfig,
         ledger: UsageLedger,
         *,
-        engine_url: str | None = None,
+        engine_url: str | Mapping[str, str] | None = None,
         env: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
@@ -179,7 +185,16 @@ class ModelRoles:
                 f"role {role} uses the embedded engine but none is running "
                 f"(start LocalEngine and pass engine_url, or set GRSE_{role.upper()}_BASE_URL)"
             )
-        return self.engine_url
+        if isinstance(self.engine_url, str):
+            return self.engine_url
+        model = self.config.embedded_model(role)
+        url = self.engine_url.get(model)
+        if url is None:
+            raise ConfigError(
+                f"role {role} runs on embedded model {model!r}, but no engine serves it "
+                f"(running: {', '.join(self.engine_url) or 'none'})"
+            )
+        return url
 
     def api_key(self, role: RoleName) -> str:
         """The API key for this role: from its named variable, or a placeholder."""
@@ -235,7 +250,14 @@ class ModelRoles:
             callbacks=[self.ledger.callback(role)],
             http_client=sync_client,
             http_async_client=async_client,
-            metadata={"grse_role": role, STRUCTURED_METHOD_KEY: settings.structured_method},
+            metadata={
+                "grse_role": role,
+                STRUCTURED_METHOD_KEY: settings.structured_method,
+                STRUCTURED_STREAM_KEY: settings.structured_stream,
+                NARROWED_SCHEMAS_KEY: settings.narrowed_schemas,
+            },
+            # Streamed structured replies then still carry the server's usage (where it sends it).
+            stream_usage=True,
             tags=[f"grse:{role}"],
         )
 

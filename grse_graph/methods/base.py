@@ -101,6 +101,10 @@ class CreditRecord(BaseModel):
     rewards: list[float]
     kept: bool = True
     error: str | None = None
+    # The question and its gold answer, so a skill's provenance can name the training
+    # questions it came from (None in records written before they were kept).
+    question: str | None = None
+    gold_answer: str | None = None
 
     @property
     def credited(self) -> bool:
@@ -281,6 +285,8 @@ class BaseCreditMethod(Generic[S, R]):
             "question_id": unit.question_id,
             "rollout_ids": list(unit.rollout_ids),
             "rewards": [r.reward for r in inputs.rollouts],
+            "question": inputs.question.question,
+            "gold_answer": inputs.question.answer,
         }
 
     def failed_record(self, unit: CreditUnit, inputs: CreditInputs, error: str) -> CreditRecord:

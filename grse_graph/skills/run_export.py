@@ -5,6 +5,8 @@ once its gate record is in `RUN/gate.jsonl` (written after the libraries), itera
 start. Everything is read through the run folder's boundary, and each library is checked
 against the hash the gate recorded for it. The `grse-*` bookkeeping (utility, provenance,
 iteration, parent hash) can be stripped so it does not ship into production prompts.
+Skills a method state marks as not promoted (SkillMAS's shadow skills in its validation pool,
+`RUN/method_state.jsonl` field `status`) are left out of the pack.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from .text import shown
 LIBRARIES_DIR = "libraries"
 GATE_FILE = "gate.jsonl"
 CONFIG_FILE = "config.json"
+METHOD_STATE_FILE = "method_state.jsonl"
+UNSHIPPED_STATUSES = frozenset({"shadow", "disabled"})
 MAX_GATE_BYTES = 64 * 1024 * 1024
 _ITERATION = re.compile(r"^iter_(0|[1-9][0-9]{0,8})$")
 
@@ -117,13 +121,56 @@ def run_libraries(
     return iteration, libraries
 
 
+def unpromoted_skills(run_dir: Path | str, iteration: int) -> dict[str, set[str]]:
+    """agent -> skills the method state of `iteration` marks shadow or disabled (a SkillMAS
+    run's validation pool); empty for methods whose state has no skill statuses."""
+    run = Path(run_dir)
+    boundary = Boundary(run, "run folder")
+    path = run / METHOD_STATE_FILE
+    if not boundary.exists(path):
+        return {}
+    text = decode_utf8(boundary.read(path, MAX_GATE_BYTES, METHOD_STATE_FILE), path)
+    lines = text.split("\n")
+    status: Any = None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict) or not isinstance(record.get("state"), dict):
+                raise TypeError
+        except (ValueError, TypeError, RecursionError):
+            if number == len(lines):  # a partial last line a crash left: not a record yet
+                continue
+            raise SkillError(f"{shown(path)}:{number}: not a method state record") from None
+        if record.get("iteration") == iteration:
+            status = record["state"].get("status")
+    if not isinstance(status, dict):
+        return {}
+    return {
+        agent: {name for name, value in names.items() if value in UNSHIPPED_STATUSES}
+        for agent, names in status.items()
+        if isinstance(names, dict)
+    }
+
+
 def export_run_pack(
     run_dir: Path | str, iteration: int | None, dest: Path | str, bookkeeping: bool = True
 ) -> Path:
     """Write the libraries of a training run (`iteration`, or the latest committed one) as a
     pack at `dest`; with `bookkeeping=False` the `grse-*` metadata is stripped first.
+    Skills the run's method state marks as unpromoted (shadow) are not shipped.
     Returns the pack path. Refuses a destination `export_pack` refuses."""
-    _, libraries = run_libraries(run_dir, iteration)
+    chosen, libraries = run_libraries(run_dir, iteration)
+    held = unpromoted_skills(run_dir, chosen)
+    libraries = {
+        agent: SkillLibrary.build(
+            agent,
+            [s for s in library.skills if s.name not in held.get(agent, set())],
+            library.limit,
+        )
+        for agent, library in libraries.items()
+    }
     if not bookkeeping:
         libraries = {
             agent: SkillLibrary.build(

@@ -8,12 +8,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration
 from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict
 
+from .layout import PROMPT_LAYOUTS, PromptLayout
 from .rollout import Step, StepUsage, ToolCallRecord
 
 
@@ -33,6 +34,8 @@ class AgentTurnInput(BaseModel):
     max_skill_loads: int = 0
     force_first_tool: bool = False
     skills_present: tuple[str, ...] = ()
+    prompt_layout: PromptLayout = "role_first"
+    shared_input: str | None = None
 
 
 class PresampledReply(BaseModel):
@@ -149,7 +152,8 @@ def _max_turns(turn: AgentTurnInput) -> int:
 
 
 def _opening_messages(turn: AgentTurnInput) -> list[BaseMessage]:
-    return [SystemMessage(content=turn.system_prompt), HumanMessage(content=turn.user_input)]
+    layout = PROMPT_LAYOUTS[turn.prompt_layout]
+    return layout(turn.system_prompt, turn.user_input, turn.shared_input)
 
 
 async def sample_first_replies(

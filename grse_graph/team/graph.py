@@ -113,6 +113,8 @@ def agent_turn_input(
         max_skill_loads=disclosure.max_loads,
         force_first_tool=agent.force_first_tool,
         skills_present=tuple(agent.library.names()),
+        prompt_layout=agent.prompt_layout,
+        shared_input=task_input,
     )
     return turn, disclosure.recorder
 

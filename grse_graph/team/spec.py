@@ -16,6 +16,7 @@ from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import Task
 
 from .kinds import QuestionKind, SkillMode
+from .layout import PromptLayout
 from .prompts import load_prompt
 from .topology import TOPOLOGIES, OpeningTurn, TopologyRegistry
 
@@ -45,6 +46,8 @@ class AgentSpec(BaseModel):
     the first task tool (retrievers must search before they can say anything useful, and small
     models do not call tools reliably on their own). `sees_tool_results` passes the tool results
     of earlier agents into this agent's input, so a reasoner reads the retrieved turns verbatim.
+    `prompt_layout` orders the opening messages (`grse_graph.team.layout`: the paper's
+    ``role_first``, or ``input_first``, which lets an engine share the task input's prefix).
 
     An unknown argument is an error, never dropped: a team of your own `create_agent` agents is
     built with `grse_graph.integrations.graph_team`, not with an `agent=` here.
@@ -61,6 +64,7 @@ class AgentSpec(BaseModel):
     max_tool_calls: int = Field(default=3, ge=0)
     force_first_tool: bool = False
     sees_tool_results: bool = False
+    prompt_layout: PromptLayout = "role_first"
 
     @model_validator(mode="before")
     @classmethod
@@ -168,6 +172,7 @@ def default_team(
     libraries: Mapping[str, SkillLibrary] | None = None,
     skill_mode: SkillMode = "inline",
     topology: Topology = "sequential",
+    prompt_layout: PromptLayout = "role_first",
 ) -> TeamSpec:
     """The paper's two-agent team for a task (GUIDE §4), sequential unless another built-in
     `topology` is named (centralized / hybrid: the reasoner is the main agent and asks the
@@ -207,6 +212,7 @@ def default_team(
         skill_mode=skill_mode,
         max_tool_calls=RETRIEVER_TOOL_CALLS,
         force_first_tool=kind != "passages",
+        prompt_layout=prompt_layout,
     )
     second = AgentSpec(
         name=SECOND_AGENT,
@@ -219,6 +225,7 @@ def default_team(
         # The reasoner answers from the retriever's hand-off only, not from raw search results
         # (protocol issue 9 item 6).
         sees_tool_results=False,
+        prompt_layout=prompt_layout,
     )
     if topology not in TOPOLOGIES:
         raise ConfigError(

@@ -16,6 +16,7 @@ from grse_graph.methods.grse.method import GrseSettings
 from grse_graph.methods.operators import OperatorSchedule
 from grse_graph.methods.registry import MethodSection
 from grse_graph.team.kinds import SkillMode
+from grse_graph.team.layout import PromptLayout
 
 LEGACY_METHOD_FIELDS: tuple[str, ...] = (
     "group_size",
@@ -65,6 +66,11 @@ class TrainConfig(BaseModel):
     )
     topology: str = Field(
         default="sequential", description="team topology of the default team (team.TOPOLOGIES)"
+    )
+    prompt_layout: PromptLayout = Field(
+        default="role_first",
+        description="order of each agent's opening messages: the paper's role_first, or "
+        "input_first (the shared task input first, so the engine computes it once)",
     )
     concurrency: int = Field(default=4, ge=1)
     first_agent_n: bool = Field(

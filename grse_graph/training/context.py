@@ -50,7 +50,10 @@ class TrainingDeps:
         if self.team is not None:
             return self.team
         return default_team(
-            self.task, skill_mode=self.config.skill_mode, topology=self.config.topology
+            self.task,
+            skill_mode=self.config.skill_mode,
+            topology=self.config.topology,
+            prompt_layout=self.config.prompt_layout,
         )
 
     def credit_method(self) -> CreditMethod:

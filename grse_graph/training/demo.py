@@ -1,4 +1,10 @@
-"""`grse demo`: train GRSE on the demo task, then test the empty and the trained libraries."""
+"""`grse demo`: train GRSE on the demo task, then test the empty and the trained libraries, and
+show what was learned: each accepted skill with its provenance and the gate's numbers, and the
+per-question test transitions with the paired difference and its bootstrap interval.
+
+`run_demo` is the learning check of any method on any task (`benchmarks/learning.py` runs it
+for HotpotQA and MASkills too); `learning_config` builds its training configuration.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +12,21 @@ import time
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 
 from grse_graph.evaluation import run_evaluation
 from grse_graph.evaluation.records import EvalSummary
+from grse_graph.evaluation.summary import difference_text, question_table, transition_table
+from grse_graph.evaluation.transitions import LibraryComparison, compare_folders
 from grse_graph.llm import SamplingSettings
+from grse_graph.methods.registry import method_class
 
 from .config import TrainConfig
 from .graph import TrainingDeps
+from .provenance import LearnedSkill, learned_skills
+from .report import change_text, gate_text, question_lines, write_report
 from .runner import TrainResult, run_training
 
 # One iteration on a few questions: sized to finish well inside 15 minutes on 2 CPU cores with
@@ -27,26 +39,84 @@ DEMO_SETTINGS: dict[str, Any] = {
     "validation_size": 4,
     "validation_repeats": 1,
     "concurrency": 4,
-    # Demo answers are short; the caps bound the time a rambling 0.5B model can take.
-    "critic_max_tokens": 900,
+    # Caps sized to what each structured reply needs on a 2-core CPU: a 0.5B model that loops
+    # otherwise runs to the paper's caps (the optimizer's induce calls of one GRSE iteration
+    # generated 2 x 1,200 tokens, about three minutes, `benchmarks/iteration.py --compare`).
+    # A critic reply with a few diagnoses fits in 700 tokens, a merge in 400, and a skill of at
+    # most 180 words (body cap 240 tokens) with its name and description in 450.
+    "critic_max_tokens": 700,
+    "aggregate_max_tokens": 400,
+    "operators": {
+        "refine_max_tokens": 400,
+        "induce_max_tokens": 450,
+        "consolidate_max_tokens": 450,
+        "body_token_cap": 240,
+    },
 }
 DEMO_ACTOR_MAX_TOKENS = 192
+"""The actor role's cap in the demo (training and test alike), instead of the paper's 4,096."""
 DEMO_TEST_LIMIT = 9
 """Test questions the demo scores each library on: the split interleaves its categories, so the
 first 9 hold six multi-hop (bridge and comparison) and three memory questions (single-hop,
-temporal, multi-hop). Both libraries on all 24 would take the demo past 15 minutes on 2 cores
-(measured: ~22 s per question with the 0.5B model)."""
-"""The actor role's cap in the demo (training and test alike), instead of the paper's 4,096."""
+temporal, multi-hop). Both libraries on all 24 (`--test-limit 0`) would take the demo past 15
+minutes on 2 cores (measured: ~22 s per question with the 0.5B model)."""
+
+TEST_FOLDERS = {"empty": "test_empty", "final": "test_final"}
+"""The evaluation folders inside the run folder, per tested library."""
+
+_METHOD_KNOBS = ("group_size", "critic_max_tokens", "aggregate_max_tokens", "operators")
+"""Keys of `DEMO_SETTINGS` that belong to the method section (each only where the method has
+that knob: MASkills has no group)."""
+
+
+DEMO_ROLE_MODELS: dict[str, str | None] = {"critic": None, "optimizer": None}
+"""The embedded model of the demo's critic and optimizer (None: the actor's model)."""
+
+
+def demo_llm_overrides(
+    model: str, *, critic_model: str | None = None, optimizer_model: str | None = None
+) -> dict[str, Any]:
+    """The model-role overrides of the demo: the embedded model, the actor's cap, and the
+    critic's and optimizer's own embedded models (default `DEMO_ROLE_MODELS`; the actor's model
+    when that is None too)."""
+    chosen = {
+        "critic": critic_model or DEMO_ROLE_MODELS["critic"],
+        "optimizer": optimizer_model or DEMO_ROLE_MODELS["optimizer"],
+    }
+    return {
+        "engine.model": model,
+        "actor.max_tokens": DEMO_ACTOR_MAX_TOKENS,
+        **{f"{role}.engine_model": name for role, name in chosen.items() if name is not None},
+    }
+
+
+def learning_config(method: str = "grse", **changes: Any) -> TrainConfig:
+    """The demo's training configuration for `method`, with `changes` (loop settings such as
+    task, data, iterations, batch_size, validation_size) over `DEMO_SETTINGS`."""
+    settings = {**DEMO_SETTINGS, **{k: v for k, v in changes.items() if v is not None}}
+    settings_type = method_class(method).settings_type
+    defaults = settings_type.model_validate({"name": method}).model_dump()
+    section: dict[str, Any] = {"name": method}
+    for knob in _METHOD_KNOBS:
+        value = settings.pop(knob, None)
+        if value is None or knob not in settings_type.model_fields:
+            continue
+        # A nested section (the operators) updates the method's own defaults, which differ
+        # between methods (MASkills prunes at -0.3, GRSE at -0.5).
+        default = defaults.get(knob)
+        section[knob] = {**default, **value} if isinstance(default, dict) else value
+    return TrainConfig.model_validate({**settings, "method": section})
 
 
 class DemoResult(BaseModel):
-    """What the demo trained and how the empty and trained libraries scored on the test split."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    """What the run trained, how the empty and trained libraries scored on the test split,
+    question by question, and what was learned."""
 
     training: TrainResult
     empty: EvalSummary
     final: EvalSummary
+    comparison: LibraryComparison
+    learned: list[LearnedSkill]
     training_s: float
     test_s: float
 
@@ -58,13 +128,16 @@ async def run_demo(
     test_limit: int | None,
     console: Console,
     display: AbstractContextManager[Any] | None = None,
+    resume: bool = False,
 ) -> DemoResult:
-    """Train (inside `display`, e.g. the live progress), then evaluate both libraries greedily,
-    all inside one event loop: the roles' async HTTP clients belong to the loop that first used
-    them."""
+    """Train (inside `display`, e.g. the live progress), then evaluate both libraries greedily
+    on the first `test_limit` test questions, compare them question by question and rewrite
+    report.md with what was learned and the transitions. All inside one event loop: the roles'
+    async HTTP clients belong to the loop that first used them. `resume` continues a run
+    folder (training, then any unfinished test question)."""
     started = time.perf_counter()
     with display or nullcontext():
-        training = await run_training(deps)
+        training = await run_training(deps, resume=resume)
     trained = time.perf_counter()
     empty_team = deps.team_spec()
     final_team = empty_team.with_libraries(
@@ -76,29 +149,93 @@ async def run_demo(
     unchanged = {a: lib.content_hash() for a, lib in empty_team.libraries().items()} == {
         a: lib.content_hash() for a, lib in final_team.libraries().items()
     }
+    folders = {label: deps.run.path / name for label, name in TEST_FOLDERS.items()}
     summaries: dict[str, EvalSummary] = {}
     for label, team in (("empty", empty_team), ("final", final_team)):
         if label == "final" and unchanged:
             # Greedy decoding with the same libraries answers the same way: reuse, don't rerun.
             console.print("the trained libraries equal the empty ones: final score = empty score")
             summaries[label] = summaries["empty"]
+            folders[label] = folders["empty"]
             continue
         summaries[label] = await run_evaluation(
             deps.task,
             "test",
             team,
             deps.provider,
-            deps.run.path / f"test_{label}",
+            folders[label],
             limit=test_limit,
             concurrency=config.concurrency,
             sampling=SamplingSettings.greedy(),
             progress=True,
             console=console,
         )
+    tested = [q.id for q in deps.task.split("test")][:test_limit]
+    comparison = compare_folders(folders["empty"], folders["final"], tested, seed=config.seed)
+    method = deps.credit_method()
+    if deps.usage is not None:  # the report's usage table then covers the test as well
+        deps.run.write_usage(deps.usage())
+    write_report(deps.run, method, comparison=comparison)
     return DemoResult(
         training=training,
         empty=summaries["empty"],
         final=summaries["final"],
+        comparison=comparison,
+        learned=learned_skills(deps.run, method),
         training_s=trained - started,
         test_s=time.perf_counter() - trained,
     )
+
+
+def print_learned(console: Console, learned: list[LearnedSkill]) -> None:
+    """Each skill of the final libraries with its provenance (the changes that made it, the
+    gate's numbers, the training questions, diagnoses and feedback behind them) and body."""
+    console.rule(f"what was learned: {len(learned)} skill(s) in the final libraries")
+    if not learned:
+        console.print("no skill was accepted: the trained libraries are the empty ones")
+    for skill in learned:
+        utility = f" (utility {skill.utility:.2f})" if skill.utility is not None else ""
+        console.print(
+            f"[bold]{escape(skill.agent)} / {escape(skill.name)}[/]{utility}: "
+            f"{escape(skill.description)}",
+            highlight=False,
+        )
+        if skill.from_start:
+            console.print("  from the starting library, unchanged by training")
+        for change in skill.changes:
+            lines = [change_text(change), f"  {gate_text(change.gate)}"]
+            if change.direction:
+                lines.append(f"  direction: {change.direction}")
+            lines += [f"  feedback: {item}" for item in change.feedback]
+            for question in change.questions:
+                first, *rest = question_lines(question)
+                lines += [f"  from {first}", *(f"  {line}" for line in rest)]
+            for line in lines:
+                console.print(f"  {line}", highlight=False, markup=False)
+        console.print("  body:")
+        for line in skill.body.strip().splitlines():
+            console.print(f"    {line}", highlight=False, markup=False)
+
+
+def print_comparison(console: Console, comparison: LibraryComparison) -> None:
+    """The per-question transitions, the 3x3 table, and the paired difference with its
+    bootstrap interval."""
+    console.print(question_table(comparison))
+    console.print(transition_table(comparison))
+    console.print(comparison.correct_rule, highlight=False, markup=False)
+    console.print(difference_text(comparison), highlight=False, markup=False)
+
+
+__all__ = [
+    "DEMO_ACTOR_MAX_TOKENS",
+    "DEMO_ROLE_MODELS",
+    "DEMO_SETTINGS",
+    "DEMO_TEST_LIMIT",
+    "TEST_FOLDERS",
+    "DemoResult",
+    "demo_llm_overrides",
+    "learning_config",
+    "print_comparison",
+    "print_learned",
+    "run_demo",
+]

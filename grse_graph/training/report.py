@@ -12,28 +12,34 @@ matplotlib.use("Agg")  # files only; never a display
 
 import matplotlib.pyplot as plt
 
+from grse_graph.evaluation.summary import difference_text, outcome_label, shorten
+from grse_graph.evaluation.transitions import OUTCOMES, LibraryComparison
 from grse_graph.methods.base import CreditMethod
 from grse_graph.methods.registry import BUILTIN_METHODS, MethodClass, create_method
 from grse_graph.skills import Skill
 
+from .provenance import (
+    GateEvidence,
+    LearnedSkill,
+    SkillChange,
+    SourceQuestion,
+    learned_skills,
+    libraries_by_iteration,
+    library_skills,
+)
 from .records import GateRecord
 from .run_folder import RunFolder
 
-
-def library_skills(directory: Path) -> list[Skill]:
-    """The skills saved in one library folder, in name order (empty if the folder is absent)."""
-    if not directory.exists():
-        return []
-    return [Skill.load(p.parent) for p in sorted(directory.glob("*/SKILL.md"))]
-
-
-def libraries_by_iteration(run: RunFolder) -> dict[int, dict[str, list[Skill]]]:
-    """iteration -> agent -> skills, for every saved libraries/iter_<t>."""
-    found: dict[int, dict[str, list[Skill]]] = {}
-    for t in run.library_iterations():
-        root = run.path / "libraries" / f"iter_{t}"
-        found[t] = {p.name: library_skills(p) for p in sorted(root.iterdir()) if p.is_dir()}
-    return found
+__all__ = [
+    "change_text",
+    "comparison_lines",
+    "gate_text",
+    "learned_lines",
+    "libraries_by_iteration",
+    "library_skills",
+    "question_lines",
+    "write_report",
+]
 
 
 def _plot_validation(gates: list[GateRecord], path: Path) -> None:
@@ -129,14 +135,134 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def gate_text(gate: GateEvidence | None) -> str:
+    """The gate's numbers for one change: validation before and after, the paired difference
+    with its standard error next to the tolerance, and the verdict."""
+    if gate is None:
+        return "gate: no decision recorded for this agent"
+    d = gate.decision
+    if d.difference is not None and d.standard_error is not None:
+        paired = f"difference {d.difference:+.3f} (s.e. {d.standard_error:.3f})"
+    else:
+        paired = f"difference {d.candidate_score - d.base_score:+.3f} (s.e. not recorded)"
+    verdict = "accepted" if d.accepted else "rejected"
+    return (
+        f"gate: validation {d.base_score:.3f} -> {d.candidate_score:.3f}, {paired}, tolerance "
+        f"{d.delta:.3f} (|V| = {gate.validation_questions} x H = {gate.validation_repeats}): "
+        f"{verdict}"
+    )
+
+
+def change_text(change: SkillChange) -> str:
+    """One line: which iteration and operator made the change, and its reason."""
+    what = change.operator or "changed"
+    line = f"iteration {change.iteration}, {what}: {change.reason}"
+    if change.merged_from:
+        line += f" (merged from {', '.join(change.merged_from)})"
+    return line
+
+
+def question_lines(question: SourceQuestion) -> list[str]:
+    """A source question: its text and gold answer, the training rewards, then one line per
+    diagnosis and per feedback item of it that the change used."""
+    head = question.question_id
+    if question.question is not None:
+        head += f": {shorten(question.question, 160)!r}"
+    if question.gold_answer is not None:
+        head += f" (gold {shorten(question.gold_answer, 60)!r})"
+    if question.rewards:
+        head += "; training rewards " + ", ".join(f"{r:.2f}" for r in question.rewards)
+    lines = [head]
+    for cited in question.diagnoses:
+        d = cited.diagnosis
+        versus = ", ".join(d.successful_refs) or "no successful rollout"
+        tag = " (hypothesis)" if cited.is_hypothesis else ""
+        lines.append(
+            f"  {d.failure_type} of {d.agent}, action {d.action}: failed "
+            f"{', '.join(d.failed_refs) or '-'} vs {versus}. {d.explanation} "
+            f"Correction{tag}: {d.correction}"
+        )
+    lines += [f"  feedback: {item}" for item in question.feedback]
+    return lines
+
+
+def learned_lines(learned: list[LearnedSkill]) -> list[str]:
+    """The report's "What was learned" section: every skill of the final libraries with the
+    changes that made it (gate numbers, source questions, diagnoses) and its body."""
+    out = ["## What was learned", ""]
+    if not learned:
+        return [*out, "No skill in the final libraries: training accepted none.", ""]
+    for skill in learned:
+        utility = f", utility {skill.utility:.2f}" if skill.utility is not None else ""
+        out += [f"### {skill.agent} / {skill.name}", "", f"{skill.description}{utility}", ""]
+        if skill.from_start:
+            out += ["From the starting library, unchanged by training.", ""]
+        for change in skill.changes:
+            out.append(f"- {change_text(change)}")
+            out.append(f"  - {gate_text(change.gate)}")
+            if change.direction:
+                out.append(f"  - direction: {change.direction}")
+            out += [f"  - feedback: {item}" for item in change.feedback]
+            for question in change.questions:
+                first, *rest = question_lines(question)
+                out.append(f"  - question {first}")
+                out += [f"    - {line.strip()}" for line in rest]
+        out += ["", "~~~~markdown", skill.body.strip(), "~~~~", ""]
+    return out
+
+
+def comparison_lines(comparison: LibraryComparison) -> list[str]:
+    """The report's test section: both means, the paired difference with its bootstrap
+    interval, the 3x3 transition table and one row per question."""
+    c = comparison
+    before, after = c.before_label, c.after_label
+    out = [
+        f"## Test: {before} vs {after} libraries",
+        "",
+        f"{len(c.transitions)} test questions, greedy decoding; {c.correct_rule}.",
+        "",
+        difference_text(c),
+        "",
+        f"| {before} \\ {after} | " + " | ".join(OUTCOMES) + " | total |",
+        "| --- |" + " ---: |" * (len(OUTCOMES) + 1),
+    ]
+    for row in OUTCOMES:
+        cells = [str(c.table.counts[row][col]) for col in OUTCOMES]
+        out.append(f"| {row} | " + " | ".join(cells) + f" | {c.table.total('before', row)} |")
+    totals = [str(c.table.total("after", col)) for col in OUTCOMES]
+    out += ["| total | " + " | ".join(totals) + f" | {len(c.transitions)} |", ""]
+    out += [f"Became correct: {c.table.fixed}; stopped being correct: {c.table.broken}.", ""]
+    out += [
+        f"| question | category | gold | {before} | {after} | reward change |",
+        "| --- | --- | --- | --- | --- | ---: |",
+    ]
+    for t in c.transitions:
+        answers = [
+            f"{outcome_label(outcome, reward)}: {_cell(shorten(prediction, 60))}"
+            for outcome, reward, prediction in (
+                (t.before, t.reward_before, t.prediction_before),
+                (t.after, t.reward_after, t.prediction_after),
+            )
+        ]
+        out.append(
+            f"| {_cell(t.question_id)} | {_cell(t.category or '-')} | "
+            f"{_cell(shorten(t.answer, 40))} | {answers[0]} | {answers[1]} | "
+            f"{t.reward_change:+.2f} |"
+        )
+    return [*out, ""]
+
+
 def write_report(
     run: RunFolder,
     method: CreditMethod | None = None,
     methods: Mapping[str, MethodClass] = BUILTIN_METHODS,
+    comparison: LibraryComparison | None = None,
 ) -> Path:
     """Write RUN/report.md and RUN/plots/*.png from the run folder's records.
 
     `method` writes its own section (default: the run's configured method, from `methods`).
+    `comparison` (the test of the starting against the trained libraries, as `grse demo` and
+    `benchmarks/learning.py` run it) adds its transitions section.
     """
     run.plots_dir.mkdir(parents=True, exist_ok=True)
     config = run.read_config()
@@ -178,6 +304,9 @@ def write_report(
                 f"| {gate.iteration} | {d.base_score:.3f} | {d.agent} | "
                 f"{d.candidate_score:.3f} | {paired} | {verdict} |"
             )
+    out += ["", *learned_lines(learned_skills(run, method))]
+    if comparison is not None:
+        out += comparison_lines(comparison)
     out += ["", *method.report_lines(records)]
     out += ["", "## Operator actions", ""]
     out += ["| iteration | operator | agent | skills | changed | reason |"]

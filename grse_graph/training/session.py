@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from grse_graph.llm import LLMConfig, LocalEngine, ModelRoles, UsageLedger
-from grse_graph.llm.accounting import UsageReport
+from grse_graph.llm.accounting import PromptEvalStats, UsageReport
 from grse_graph.tasks.base import Task
 from grse_graph.tasks.registry import load_task
 
@@ -25,29 +25,58 @@ from .run_folder import RunFolder
 
 @dataclass
 class Endpoints:
-    """The running model side of a session: roles, their ledger, and the engine if embedded."""
+    """The running model side of a session: roles, their ledger, and the embedded engines
+    (one per embedded model, the first one's in `engine`)."""
 
     roles: ModelRoles
     ledger: UsageLedger
-    engine: LocalEngine | None
+    engines: dict[str, LocalEngine]
+
+    @property
+    def engine(self) -> LocalEngine | None:
+        """The first embedded engine (the actor's when it is embedded), or None."""
+        return next(iter(self.engines.values()), None)
+
+    def prompt_eval_stats(self) -> PromptEvalStats:
+        """The prompt statistics of every embedded engine, summed."""
+        return summed_stats(self.engines)
+
+
+def summed_stats(engines: dict[str, LocalEngine]) -> PromptEvalStats:
+    """The prompt statistics of the engines, summed."""
+    total = PromptEvalStats()
+    for engine in engines.values():
+        total = total + engine.prompt_eval_stats()
+    return total
+
+
+def engine_log_path(engine_log: Path | None, model: str, first: bool) -> Path | None:
+    """Where an engine of a session logs: `engine_log` for the first, a sibling named after
+    the model for the others (None: the engine's default)."""
+    if engine_log is None or first:
+        return engine_log
+    return engine_log.with_name(f"{engine_log.stem}-{Path(model).stem}{engine_log.suffix}")
 
 
 @contextlib.contextmanager
 def open_endpoints(llm: LLMConfig, engine_log: Path | None = None) -> Iterator[Endpoints]:
-    """Start the embedded engine when a role needs it, and build the roles on top of it.
+    """Start one embedded engine per embedded model the roles need, and build the roles on top
+    of them.
 
-    The engine is stopped and the HTTP clients are closed on exit.
+    The engines are stopped and the HTTP clients are closed on exit.
     """
     ledger = UsageLedger()
     with contextlib.ExitStack() as stack:
-        engine: LocalEngine | None = None
-        engine_url: str | None = None
-        if llm.uses_embedded_engine():
-            engine = stack.enter_context(LocalEngine(llm.engine, log_path=engine_log))
-            engine_url = engine.base_url
-            ledger.attach_engine_stats(engine.prompt_eval_stats)
-        roles = stack.enter_context(ModelRoles(llm, ledger, engine_url=engine_url))
-        yield Endpoints(roles=roles, ledger=ledger, engine=engine)
+        engines: dict[str, LocalEngine] = {}
+        for index, model in enumerate(llm.embedded_models()):
+            settings = llm.engine.model_copy(update={"model": model})
+            log = engine_log_path(engine_log, model, first=index == 0)
+            engines[model] = stack.enter_context(LocalEngine(settings, log_path=log))
+        if engines:
+            ledger.attach_engine_stats(lambda: summed_stats(engines))
+        urls = {model: engine.base_url for model, engine in engines.items()}
+        roles = stack.enter_context(ModelRoles(llm, ledger, engine_url=urls or None))
+        yield Endpoints(roles=roles, ledger=ledger, engines=engines)
 
 
 def load_training_task(config: TrainConfig) -> Task:

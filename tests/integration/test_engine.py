@@ -67,8 +67,11 @@ def test_chat_completion(small_engine_url: str) -> None:
 
 def test_structured_output_is_parsed(small_engine_url: str) -> None:
     roles = _roles(small_engine_url)
+    # The actor role keeps function calling on the embedded engine (the critic's default there
+    # is json_prompt, which the 135M model does not close within 64 tokens; every method is
+    # covered per engine in test_structured_engine.py).
     city = structured_call(
-        roles.chat("critic", max_tokens=64),
+        roles.chat("actor", max_tokens=64),
         City,
         [HumanMessage(content="Paris is the capital of France. Report the city and its country.")],
     )

@@ -113,3 +113,67 @@ def test_one_skillmas_round_on_the_small_model(small_engine_url: str, tmp_path: 
     assert "### Restructuring" in report
     usage = run.read_usage()
     assert usage["roles"]["actor"]["calls"] >= 8
+
+
+@pytest.mark.engine
+def test_analyst_loop_on_the_small_model(small_engine_url: str) -> None:
+    """The six-turn tool loop against the real engine: the seven tools bind, every turn is a
+    tool call or a counted reminder, and the loop ends with a checked analysis or the counted
+    "no valid submission" outcome within its budget."""
+    from grse_graph.methods.skillmas.analyst_loop import ToolLoopAnalyst
+    from grse_graph.methods.skillmas.diagnosis import cluster_failures, diagnose
+    from grse_graph.methods.skillmas.retention import retain
+    from grse_graph.methods.skillmas.trace import VerifiedTrace
+    from grse_graph.team.rollout import Rollout, Step
+
+    llm = load_config(
+        env={}, overrides={"critic.base_url": small_engine_url, "critic.max_tokens": 300}
+    )
+    failures = [
+        VerifiedTrace(
+            rollout_id=f"f{i}",
+            question_id=f"q{i}",
+            task_type="colour",
+            task=f"What colour is the {thing}?",
+            success=False,
+            score=0.0,
+            executors=["retriever", "reasoner"],
+            error_message="wrong",
+            summary=f"Q: What colour is the {thing}? | gold: red | pred: blue | F1 0.00",
+            action_trace=["retriever > respond(The barn is red.)", "reasoner > respond(blue)"],
+        )
+        for i, thing in enumerate(("barn", "roof"))
+    ]
+    rollouts = {
+        t.rollout_id: Rollout(
+            rollout_id=t.rollout_id,
+            question_id=t.question_id,
+            answer="blue",
+            steps=[
+                Step(index=0, agent="retriever", system_prompt="", input="", output="It is red."),
+                Step(index=1, agent="reasoner", system_prompt="", input="", output="Answer: blue"),
+            ],
+        )
+        for t in failures
+    }
+    ledger = UsageLedger()
+    with ModelRoles(llm, ledger) as roles:
+        loop = ToolLoopAnalyst(
+            rollouts=rollouts,
+            gold={"q0": "red", "q1": "red"},
+            libraries={},
+            provider=roles,
+            agent_boundaries={"retriever": "role: find", "reasoner": "role: answer"},
+            max_tokens=300,
+        )
+        clusters = cluster_failures(retain(failures, {}).items, failures)
+        found = asyncio.run(
+            diagnose(clusters, rollouts={}, gold={}, libraries={}, provider=roles, analyst=loop)
+        )
+    assert found, "the two-failure cluster is analysed (not P2)"
+    for diagnosis in found:
+        assert diagnosis.turns is not None and 1 <= diagnosis.turns <= 6
+        assert (diagnosis.analysis is None) == (diagnosis.error is not None)
+        if diagnosis.analysis is None:
+            assert diagnosis.tag == "none"
+    assert 1 <= ledger.report().roles["critic"].calls <= 6 * len(found)

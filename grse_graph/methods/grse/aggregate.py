@@ -6,7 +6,11 @@
   not have to compute).
 - Induction patterns (agent, failure_type, skill_id, action) come from accepted or repaired
   diagnoses; support counts DISTINCT questions; patterns are ordered by support.
-- Agent feedback (not tied to a skill) is gathered per agent as induction evidence.
+- Agent feedback (not tied to a skill) is gathered per agent as induction evidence, with the
+  agent's diagnoses in the low-reward groups (group mean reward below `low_reward_threshold`)
+  as its hard cases: Algorithm 1, line 11 takes induction evidence from the agent-level
+  feedback and the low-reward groups as well as from the patterns, so a sound diagnosis the
+  critic marked `no_edit` still reaches induce (the only way an empty library can use it).
 - A credit's suggested refinement reaches the refine operator only when an accepted or
   repaired `refine` diagnosis of the same question names that (agent, skill): the attribution
   checks gate refinements as well as induction (§3.2: accepted diagnoses provide the
@@ -57,6 +61,8 @@ class AggregationSettings(BaseModel):
 
     low_utility_threshold: float = Field(default=-0.5, ge=-1.0, le=1.0)
     max_examples: int = Field(default=3, ge=1)
+    # A group whose mean reward is below this is a low-reward group (induction evidence).
+    low_reward_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
 class _Credit(BaseModel):
@@ -264,15 +270,37 @@ def induction_patterns(
     return patterns
 
 
+# Failure types that no new skill can fix: not induction evidence.
+_NOT_INDUCIBLE: frozenset[FailureType] = frozenset({"tool_failure", "uncertain_attribution"})
+
+
+def low_reward_cases(result: CritiqueResult, agent: str) -> list[str]:
+    """One agent's usable diagnoses in one group, as hard-case lines (any action, so a sound
+    `no_edit` diagnosis counts; tool failures and uncertain attributions do not)."""
+    lines = []
+    for checked in result.diagnoses:
+        d = checked.diagnosis
+        if checked.usable and d.agent == agent and d.failure_type not in _NOT_INDUCIBLE:
+            rule = f" Rule: {d.correction.strip()}" if d.correction.strip() else ""
+            lines.append(f"[{d.failure_type}] {d.explanation.strip()}{rule}")
+    return lines
+
+
 def agent_evidence(
-    results: Sequence[CritiqueResult], agents: Sequence[str], *, with_labels: bool = False
+    results: Sequence[CritiqueResult],
+    agents: Sequence[str],
+    *,
+    with_labels: bool = False,
+    low_reward: frozenset[str] = frozenset(),
 ) -> list[AgentEvidence]:
-    """Agent-level feedback per agent across questions (agents in team order)."""
+    """Agent-level evidence per agent across questions (agents in team order): the critic's
+    feedback, and the agent's diagnoses in the `low_reward` questions as hard cases."""
     out: list[AgentEvidence] = []
     for agent in agents:
         items: list[str] = []
         missing: list[str] = []
         qids: list[str] = []
+        cases: list[str] = []
         pairs: list[tuple[str | None, str]] = []
         for result in results:
             for fb in result.agent_feedback:
@@ -284,7 +312,12 @@ def agent_evidence(
                 if result.question_id not in qids:
                     qids.append(result.question_id)
                 pairs.append((result.category, fb.feedback))
-        if items:
+            if result.question_id in low_reward:
+                found = low_reward_cases(result, agent)
+                cases += found
+                if found and result.question_id not in qids:
+                    qids.append(result.question_id)
+        if items or cases:
             out.append(
                 AgentEvidence(
                     agent=agent,
@@ -292,6 +325,7 @@ def agent_evidence(
                     missing_capabilities=_unique(missing),
                     question_ids=qids,
                     evidence_by_category=_by_category(pairs) if with_labels else {},
+                    hard_cases=_unique(cases),
                 )
             )
     return out
@@ -314,8 +348,11 @@ async def aggregate(
     *,
     max_tokens: int = DEFAULT_AGGREGATE_MAX_TOKENS,
     settings: AggregationSettings | None = None,
+    group_rewards: Mapping[str, Sequence[float]] | None = None,
 ) -> AggregationResult:
-    """Turn one iteration's critiques into edit directions, patterns and agent evidence."""
+    """Turn one iteration's critiques into edit directions, patterns and agent evidence.
+    `group_rewards` (question id -> its group's rewards) marks the low-reward groups whose
+    diagnoses become agent-level induction evidence (None: no group counts as low-reward)."""
     settings = settings or AggregationSettings()
     with_labels = any(r.category is not None for r in results)
     structured = all(r.structured for r in results)
@@ -363,7 +400,14 @@ async def aggregate(
                 )
             )
 
-    evidence = agent_evidence(results, list(libraries), with_labels=with_labels)
+    low_reward = frozenset(
+        qid
+        for qid, rewards in (group_rewards or {}).items()
+        if rewards and sum(rewards) / len(rewards) < settings.low_reward_threshold
+    )
+    evidence = agent_evidence(
+        results, list(libraries), with_labels=with_labels, low_reward=low_reward
+    )
 
     counts = DiagnosisCounts()
     for r in results:

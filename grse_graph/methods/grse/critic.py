@@ -9,7 +9,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from grse_graph.errors import StructuredOutputError
 from grse_graph.llm.provider import ChatModelProvider
-from grse_graph.llm.structured import astructured_call
+from grse_graph.llm.structured import astructured_call, wants_narrowed_schema
 from grse_graph.llm.tokens import TokenCounter
 from grse_graph.methods.grse import prompts
 from grse_graph.methods.grse.checks import CheckContext, check_diagnosis, is_hypothesis
@@ -204,7 +204,14 @@ class GroupCritic:
         model = self.provider.chat("critic", max_tokens=self.max_tokens)
         messages = self._messages(payload)
         names = {agent: library.names() for agent, library in libraries.items()}
-        vocabulary = group_vocabulary(CheckContext.build(rollouts, names))
+        # The narrowed schema only pays where the engine enforces it and its grammar is cheap;
+        # shown in a prompt its per-agent enums cost thousands of tokens (the payload names
+        # the skills and steps anyway, and the checks catch a wrong name).
+        vocabulary = (
+            group_vocabulary(CheckContext.build(rollouts, names))
+            if wants_narrowed_schema(model)
+            else None
+        )
         schema = critic_output_schema(any(r.reward < 1.0 for r in rollouts), vocabulary)
         try:
             raw = await astructured_call(model, schema, messages)
@@ -263,7 +270,7 @@ class GroupCritic:
         credits: list[SkillCredit],
         dropped_credits: int,
         names: Mapping[str, Iterable[str]],
-        vocabulary: CriticVocabulary,
+        vocabulary: CriticVocabulary | None,
     ) -> tuple[list[CheckedDiagnosis], list[SkillCredit], int]:
         """One repair round for the violating diagnoses; returns one result per failing input."""
         model = self.provider.chat("critic", max_tokens=self.max_tokens)

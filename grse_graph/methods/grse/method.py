@@ -163,6 +163,7 @@ class GrseMethod(BaseCreditMethod[GrseSettings, CritiqueRecord]):
             inputs.provider,
             max_tokens=self.settings.aggregate_max_tokens,
             settings=self.settings.aggregation,
+            group_rewards={r.question_id: r.rewards for r in _critiques(records)},
         )
 
     def evolution(self) -> EvolutionSpec:

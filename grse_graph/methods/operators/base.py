@@ -8,6 +8,11 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from grse_graph.llm.provider import ChatModelProvider
+from grse_graph.methods.operators.memorisation import (
+    MemorisationCheck,
+    MemorisationFinding,
+    log_rejection,
+)
 from grse_graph.methods.operators.schema import (
     AnchoredEdit,
     OperatorEvidence,
@@ -52,6 +57,11 @@ class OperatorContext:
     agent_context: Mapping[str, str] = field(default_factory=dict)
     # Counts skill-body tokens for the body cap (None: the four-characters estimate).
     token_counter: Callable[[str], int] | None = None
+    # The task's guidance for the optimizer (e.g. the LoCoMo category's, `operator_guidance`).
+    task_guidance: str = ""
+    # Rejects bodies that copy the run's training inputs (None: no check, e.g. in unit tests
+    # of other behaviour or outside a training run).
+    memorisation: MemorisationCheck | None = None
 
     def __post_init__(self) -> None:
         if self.iteration < 1:
@@ -76,6 +86,33 @@ class OperatorContext:
             )
         return "\n\n".join(p for p in parts if p) or "(no other context)"
 
+    def guidance_block(self) -> str:
+        """The task guidance as a prompt paragraph ('' when there is none)."""
+        text = self.task_guidance.strip()
+        return f"\n\nGuidance for this task: {text}" if text else ""
+
+    def evidence_text(self, text: str) -> str:
+        """Evidence as the optimizer sees it: question-specific names and numbers masked, so
+        it shows the failure pattern rather than one question's content."""
+        return self.memorisation.mask(text) if self.memorisation is not None else text
+
+    def memorised(
+        self,
+        operator: OperatorName,
+        agent: str,
+        skill: str,
+        text: str,
+        known: Sequence[str] = (),
+    ) -> MemorisationFinding | None:
+        """The memorisation finding of a drafted `text` (logged), or None when it passes or
+        no check is configured; spans found in `known` (accepted bodies) do not count."""
+        if self.memorisation is None:
+            return None
+        finding = self.memorisation.find(text, skill=skill, known=known)
+        if finding is not None:
+            log_rejection(operator, agent, finding)
+        return finding
+
     def limit_of(self, library: SkillLibrary) -> int | None:
         """The effective limit L of a library: the smaller of its own and the configured one."""
         limits = [x for x in (library.limit, self.library_limit) if x is not None]
@@ -97,6 +134,7 @@ def make_record(
     skipped_edits: Sequence[SkippedEdit] = (),
     truncated: bool = False,
     skipped_reason: str | None = None,
+    memorisation: MemorisationFinding | None = None,
 ) -> OperatorRecord:
     """An `OperatorRecord` comparing the library before and after one operator application."""
     before_hash, after_hash = before.content_hash(), after.content_hash()
@@ -116,6 +154,7 @@ def make_record(
         skipped_edits=list(skipped_edits),
         truncated=truncated,
         skipped_reason=skipped_reason,
+        memorisation=memorisation,
     )
 
 
@@ -128,6 +167,7 @@ def skip_record(
     reason: str,
     evidence: OperatorEvidence,
     skipped_reason: str,
+    memorisation: MemorisationFinding | None = None,
 ) -> OperatorRecord:
     """The record of an application that left `library` unchanged, saying why."""
     return make_record(
@@ -139,6 +179,7 @@ def skip_record(
         reason=reason,
         evidence=evidence,
         skipped_reason=skipped_reason,
+        memorisation=memorisation,
     )
 
 

@@ -25,6 +25,7 @@ from grse_graph.methods.operators.base import (
     make_record,
     skip_record,
 )
+from grse_graph.methods.operators.memorisation import MemorisationFinding
 from grse_graph.methods.operators.schedule import OperatorSchedule
 from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord, SkillDraft
 from grse_graph.methods.operators.text import (
@@ -156,7 +157,9 @@ async def consolidate_group(
     skills = [library.get(n) for n in group]
     cap = ctx.settings.body_token_cap
 
-    def unchanged(why: str) -> tuple[SkillLibrary, OperatorRecord]:
+    def unchanged(
+        why: str, memorisation: MemorisationFinding | None = None
+    ) -> tuple[SkillLibrary, OperatorRecord]:
         return library, skip_record(
             "consolidate",
             ctx,
@@ -165,6 +168,7 @@ async def consolidate_group(
             reason=reason,
             evidence=evidence,
             skipped_reason=why,
+            memorisation=memorisation,
         )
 
     messages: list[BaseMessage] = [
@@ -173,8 +177,11 @@ async def consolidate_group(
             prompts.CONSOLIDATE_USER.format(
                 agent=library.agent,
                 context=ctx.context_for(library, exclude=group),
+                guidance=ctx.guidance_block(),
                 skills="\n\n".join(f"## {s.name}: {s.description}\n{s.body}" for s in skills),
-                evidence=evidence.summary or "(the critic marked them redundant)",
+                evidence=ctx.evidence_text(
+                    evidence.summary or "(the critic marked them redundant)"
+                ),
             )
         ),
     ]
@@ -189,6 +196,12 @@ async def consolidate_group(
         return unchanged("the merged skill has an empty body")
     others = [n for n in library.names() if n not in group]
     name = normalise_name(draft.name, group[0], others)
+    # What the members already said passed the check when they were written.
+    finding = ctx.memorised(
+        "consolidate", library.agent, name, body, known=[s.body for s in skills]
+    )
+    if finding is not None:
+        return unchanged(finding.describe(), finding)
     first = skills[0]
     metadata = {k: v for k, v in first.metadata.items() if k == AGENT_KEY}
     metadata[PARENT_HASH_KEY] = first.content_hash()

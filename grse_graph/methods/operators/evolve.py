@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from grse_graph.llm.provider import ChatModelProvider
 from grse_graph.methods.operators.base import OperatorContext, OperatorSettings
+from grse_graph.methods.operators.memorisation import MemorisationCheck
 from grse_graph.methods.operators.registry import OPERATORS, Operator
 from grse_graph.methods.operators.schedule import OPERATOR_ORDER, OperatorSchedule
 from grse_graph.methods.operators.schema import EvolutionResult, OperatorRecord
@@ -28,6 +29,8 @@ async def evolve(
     utility_rule: UtilityRule = replace_utilities,
     agent_context: Mapping[str, str] | None = None,
     token_counter: Callable[[str], int] | None = None,
+    task_guidance: str = "",
+    memorisation: MemorisationCheck | None = None,
 ) -> EvolutionResult:
     """Candidate libraries for iteration `iteration` (1-based) and a record per operator action.
 
@@ -36,7 +39,9 @@ async def evolve(
     consolidate, prune, induce) filtered by the schedule, each looked up in `operators` and
     seeing the result of the previous one. `agent_context` (agent -> its role and task) is
     shown to the optimizer with the agent's other skills; `token_counter` counts skill bodies
-    for the body cap (default: the four-characters estimate).
+    for the body cap (default: the four-characters estimate); `task_guidance` (see
+    `operator_guidance`) goes into every operator prompt; `memorisation` (built from the run's
+    training inputs) rejects drafted bodies that copy them (None: no check).
     """
     ctx = OperatorContext(
         provider=provider,
@@ -45,6 +50,8 @@ async def evolve(
         settings=settings or OperatorSettings(),
         agent_context=dict(agent_context or {}),
         token_counter=token_counter,
+        task_guidance=task_guidance,
+        memorisation=memorisation,
     )
     current = bookkeeping(libraries, aggregation, utility_rule)
     records: list[OperatorRecord] = []

@@ -1,16 +1,26 @@
 """induce: a new SKILL.md from recurring failure evidence, while the library is under its limit.
 
-Evidence comes from induction patterns with action induce (best supported first) and, after
-them, from agent-level feedback that names a missing capability (the only evidence the
-`w/o structure` variant has). The optimizer drafts name, description and body; the name is
-normalised to the Agent Skills rules and made unique, the description put on one line and
-capped, the body capped at the token cap. Provenance (operator, iteration, supporting
-questions) is written to the skill's metadata.
+The evidence E_i of an agent (GRSE Algorithm 1, line 11) is, best first: the induction
+patterns with action induce (best supported first), then the agent-level evidence: the critic's
+feedback on the agent and its diagnoses in the low-reward groups (`AgentEvidence.hard_cases`).
+Agent-level evidence asks for a new skill when it names a missing capability, or whenever the
+agent's library is empty: with no skill to refine, a sound diagnosis marked `no_edit` or plain
+feedback can only act through induce, so an empty library can gain its first skill from it.
+
+The optimizer is asked for a general procedure (when it applies, steps, check) and sees the
+agent's role, the task (with its guidance) and the failure pattern across questions, with
+question-specific names and numbers masked. The drafted body passes the memorisation check
+(`memorisation.py`) or is rejected with the finding in the record. The name is normalised to
+the Agent Skills rules and made unique, the description put on one line and capped, the body
+capped at the token cap. Provenance (operator, iteration, supporting questions) is written to
+the skill's metadata.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -25,6 +35,7 @@ from grse_graph.methods.operators.base import (
     make_record,
     skip_record,
 )
+from grse_graph.methods.operators.memorisation import MemorisationFinding
 from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord, SkillDraft
 from grse_graph.methods.operators.text import (
     cap_body,
@@ -47,12 +58,18 @@ class InduceEvidence(BaseModel):
     fallback_name: str
 
 
+def _problem(failure_type: str) -> str:
+    hint = prompts.FAILURE_TYPE_HINTS.get(failure_type)
+    name = failure_type.replace("_", " ")
+    return f"{name}: {hint}" if hint else name
+
+
 def _from_pattern(p: InductionPattern, max_examples: int) -> InduceEvidence:
     lines = diagnosis_example_lines(p, max_examples)
     for category, items in p.evidence_by_category.items():
         lines.append(f"Category {category}: " + " | ".join(items[:max_examples]))
     return InduceEvidence(
-        problem=p.failure_type.replace("_", " "),
+        problem=_problem(p.failure_type),
         text="\n".join(lines) or "(no examples)",
         evidence=OperatorEvidence(
             support=p.support,
@@ -64,32 +81,59 @@ def _from_pattern(p: InductionPattern, max_examples: int) -> InduceEvidence:
     )
 
 
+# Hard cases of GRSE's low-reward groups start with their failure type (`low_reward_cases`).
+_CASE_TYPE = re.compile(r"\[(\w+)\]")
+
+
 def _from_feedback(ev: AgentEvidence, max_examples: int) -> InduceEvidence:
-    problem = "; ".join(ev.missing_capabilities) or "feedback on the agent's behaviour"
+    case_types = Counter(m.group(1) for c in ev.hard_cases if (m := _CASE_TYPE.match(c)))
+    main_type = case_types.most_common(1)[0][0] if case_types else None
+    problem = "; ".join(ev.missing_capabilities) or (
+        _problem(main_type) if main_type else "the critic's feedback on this agent"
+    )
     lines = [f"- {item}" for item in ev.items[: max_examples * 2]]
+    if ev.hard_cases:
+        lines.append("In low-reward questions:")
+        lines += [f"- {case}" for case in ev.hard_cases[: max_examples * 2]]
     return InduceEvidence(
         problem=problem,
         text="\n".join(lines),
         evidence=OperatorEvidence(
-            support=ev.support, question_ids=list(ev.question_ids), summary=problem
+            support=ev.support,
+            failure_type=main_type,
+            question_ids=list(ev.question_ids),
+            summary=problem,
         ),
-        fallback_name=ev.missing_capabilities[0] if ev.missing_capabilities else "agent-guidance",
+        fallback_name=(ev.missing_capabilities or [main_type or "agent-guidance"])[0],
     )
 
 
+def asks_for_new_skill(evidence: AgentEvidence, library: SkillLibrary) -> bool:
+    """Whether agent-level evidence is a reason to induce: it names a missing capability, or
+    the library is empty (nothing to refine) and there is feedback or a low-reward case."""
+    if evidence.missing_capabilities:
+        return True
+    return len(library) == 0 and bool(evidence.items or evidence.hard_cases)
+
+
 def induce_candidates(
-    agent: str, aggregation: AggregationResult, ctx: OperatorContext
+    library: SkillLibrary, aggregation: AggregationResult, ctx: OperatorContext
 ) -> list[InduceEvidence]:
-    """Evidence for new skills of one agent, best first."""
+    """Evidence for new skills of one agent's library, best first."""
     s = ctx.settings
+    agent = library.agent
     out = [
         _from_pattern(p, s.max_evidence_examples)
         for p in aggregation.patterns
         if p.agent == agent and p.action == "induce" and p.support >= s.min_induce_support
     ]
-    for ev in aggregation.agent_evidence:
-        if ev.agent == agent and ev.missing_capabilities:
-            out.append(_from_feedback(ev, s.max_evidence_examples))
+    out += [
+        _from_feedback(ev, s.max_evidence_examples)
+        for ev in aggregation.agent_evidence
+        if ev.agent == agent
+        and ev.support >= s.min_induce_support
+        and asks_for_new_skill(ev, library)
+    ]
     return out
 
 
@@ -100,7 +144,9 @@ async def induce_one(
     cap = ctx.settings.body_token_cap
     reason = f"induce for '{candidate.problem}': support {candidate.evidence.support} question(s)"
 
-    def unchanged(why: str, skills: Sequence[str] = ()) -> tuple[SkillLibrary, OperatorRecord]:
+    def unchanged(
+        why: str, skills: Sequence[str] = (), memorisation: MemorisationFinding | None = None
+    ) -> tuple[SkillLibrary, OperatorRecord]:
         return library, skip_record(
             "induce",
             ctx,
@@ -109,6 +155,7 @@ async def induce_one(
             reason=reason,
             evidence=candidate.evidence,
             skipped_reason=why,
+            memorisation=memorisation,
         )
 
     messages: list[BaseMessage] = [
@@ -117,10 +164,11 @@ async def induce_one(
             prompts.INDUCE_USER.format(
                 agent=library.agent,
                 context=ctx.context_for(library),
+                guidance=ctx.guidance_block(),
                 existing=", ".join(library.names()) or "none",
                 support=candidate.evidence.support,
-                problem=candidate.problem,
-                evidence=candidate.text,
+                problem=ctx.evidence_text(candidate.problem),
+                evidence=ctx.evidence_text(candidate.text),
             )
         ),
     ]
@@ -134,6 +182,9 @@ async def induce_one(
     if not body:
         return unchanged("the drafted skill has an empty body")
     name = normalise_name(draft.name, candidate.fallback_name, library.names())
+    finding = ctx.memorised("induce", library.agent, name, f"{draft.description}\n{body}")
+    if finding is not None:
+        return unchanged(finding.describe(), skills=[name], memorisation=finding)
     metadata = {}
     if AGENT_PATTERN.fullmatch(library.agent):
         metadata[AGENT_KEY] = library.agent
@@ -183,7 +234,7 @@ async def induce(
     records: list[OperatorRecord] = []
     for agent, library in libraries.items():
         current = library
-        candidates = induce_candidates(agent, aggregation, ctx)
+        candidates = induce_candidates(library, aggregation, ctx)
         for candidate in candidates[: ctx.settings.max_new_skills_per_agent]:
             limit = ctx.limit_of(current)
             if limit is not None and len(current) >= limit:

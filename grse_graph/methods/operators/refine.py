@@ -1,5 +1,11 @@
 """refine: the optimizer proposes anchored edits to one skill body; they are applied
-deterministically (`apply_anchored_edits`) and every skipped edit is recorded with its reason."""
+deterministically (`apply_anchored_edits`) and every skipped edit is recorded with its reason.
+
+The optimizer is asked to keep the skill a general procedure and sees the failure pattern across
+questions with question-specific names and numbers masked. The text the applied edits add must
+pass the memorisation check (`memorisation.py`); otherwise the refinement is not applied and
+the record carries the finding. The rest of the body is not re-checked: it passed when written.
+"""
 
 from __future__ import annotations
 
@@ -99,11 +105,12 @@ async def refine_skill(
             prompts.REFINE_USER.format(
                 agent=library.agent,
                 context=ctx.context_for(library, exclude=[name]),
+                guidance=ctx.guidance_block(),
                 name=name,
                 description=skill.description,
                 body=skill.body,
-                evidence=render_refine_evidence(
-                    direction, patterns, ctx.settings.max_evidence_examples
+                evidence=ctx.evidence_text(
+                    render_refine_evidence(direction, patterns, ctx.settings.max_evidence_examples)
                 ),
             )
         ),
@@ -124,10 +131,18 @@ async def refine_skill(
     new_body, applied, skipped = apply_anchored_edits(skill.body, proposal.edits)
     skipped_reason: str | None = None
     after = library
+    added = "\n".join(e.text for e in applied if e.op != "delete")
+    finding = (
+        ctx.memorised("refine", library.agent, name, added, known=[skill.body])
+        if added.strip()
+        else None
+    )
     # The token counter may ask the server (blocking HTTP): off the event loop.
     tokens = await asyncio.to_thread(ctx.count_tokens, new_body.strip()) if applied else 0
     if not applied:
         skipped_reason = "no edit could be applied"
+    elif finding is not None:
+        skipped_reason = f"{finding.describe()}; refinement not applied"
     elif tokens > ctx.settings.body_token_cap:
         skipped_reason = (
             f"refined body is {tokens} tokens, over the cap of "
@@ -156,6 +171,7 @@ async def refine_skill(
         applied_edits=applied if skipped_reason is None else [],
         skipped_edits=skipped,
         skipped_reason=skipped_reason,
+        memorisation=finding,
     )
 
 

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
+from grse_graph.methods.operators.memorisation import MemorisationFinding
 from grse_graph.skills import SkillLibrary
 
 EditOp = Literal["replace", "insert_after", "insert_before", "delete"]
@@ -71,6 +72,8 @@ class OperatorRecord(BaseModel):
     skipped_edits: list[SkippedEdit] = Field(default_factory=list)
     truncated: bool = False
     skipped_reason: str | None = None
+    # Set when the memorisation check rejected the drafted body (or the refinement's new text).
+    memorisation: MemorisationFinding | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -12,7 +12,8 @@ cluster has no diagnosis and counts as tag `none`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, model_validator
@@ -108,6 +109,8 @@ class Diagnosis(BaseModel):
     checks_failed: list[str] = Field(default_factory=list)
     unique: bool = False
     tag: Tag = "none"
+    turns: int | None = Field(default=None, description="analyst loop turns (loop mode only)")
+    tools_called: list[str] = Field(default_factory=list, description="loop mode: in order")
 
     @property
     def locally_diagnosable(self) -> bool:
@@ -286,6 +289,47 @@ def analyst_prompt(
     return "\n".join(lines)
 
 
+class AnalystResult(BaseModel):
+    """One cluster's analysis, or why there is none (turns and tools: loop mode)."""
+
+    analysis: ClusterAnalysis | None = None
+    error: str | None = None
+    turns: int | None = None
+    tools_called: list[str] = Field(default_factory=list)
+
+
+class ClusterAnalyst(Protocol):
+    """Diagnoses one failure cluster (a seam: one structured call, or the tool loop)."""
+
+    async def analyse(self, cluster: FailureCluster) -> AnalystResult: ...
+
+
+@dataclass(frozen=True)
+class SingleCallAnalyst:
+    """Row 14's default: one structured critic call with the whole evidence in the prompt."""
+
+    rollouts: Mapping[str, Rollout]
+    gold: Mapping[str, str]
+    libraries: Mapping[str, SkillLibrary]
+    provider: ChatModelProvider
+    max_tokens: int | None = None
+
+    async def analyse(self, cluster: FailureCluster) -> AnalystResult:
+        messages = [
+            SystemMessage(ANALYST_SYSTEM),
+            HumanMessage(analyst_prompt(cluster, self.rollouts, self.gold, self.libraries)),
+        ]
+        model = self.provider.chat(
+            "critic",
+            sampling=SamplingSettings(temperature=ANALYST_TEMPERATURE),
+            max_tokens=self.max_tokens,
+        )
+        try:
+            return AnalystResult(analysis=await astructured_call(model, ClusterAnalysis, messages))
+        except (StructuredOutputError, ModelRequestRefused) as failure:
+            return AnalystResult(error=f"{type(failure).__name__}: {failure}")
+
+
 async def diagnose(
     clusters: Sequence[FailureCluster],
     *,
@@ -295,22 +339,15 @@ async def diagnose(
     provider: ChatModelProvider,
     max_tokens: int | None = None,
     max_clusters: int = MAX_CLUSTERS,
+    analyst: ClusterAnalyst | None = None,
 ) -> list[Diagnosis]:
-    """One structured critic call for each of the top `max_clusters` non-P2 clusters."""
+    """Diagnose each of the top `max_clusters` non-P2 clusters with `analyst` (default: one
+    structured critic call each); a cluster without a valid analysis gets tag none."""
+    analyst = analyst or SingleCallAnalyst(rollouts, gold, libraries, provider, max_tokens)
     out = []
     for cluster in [c for c in clusters if c.tier != "P2"][:max_clusters]:
-        messages = [
-            SystemMessage(ANALYST_SYSTEM),
-            HumanMessage(analyst_prompt(cluster, rollouts, gold, libraries)),
-        ]
-        model = provider.chat(
-            "critic",
-            sampling=SamplingSettings(temperature=ANALYST_TEMPERATURE),
-            max_tokens=max_tokens,
-        )
-        try:
-            analysis = await astructured_call(model, ClusterAnalysis, messages)
-        except (StructuredOutputError, ModelRequestRefused) as failure:
+        result = await analyst.analyse(cluster)
+        if result.analysis is None:
             out.append(
                 Diagnosis(
                     cluster=cluster.key,
@@ -320,9 +357,15 @@ async def diagnose(
                     rollout_ids=[t.rollout_id for t in cluster.failures],
                     agents=cluster.agents,
                     skills=cluster.skills,
-                    error=f"{type(failure).__name__}: {failure}",
+                    error=result.error,
+                    turns=result.turns,
+                    tools_called=result.tools_called,
                 )
             )
             continue
-        out.append(checked(cluster, analysis))
+        out.append(
+            checked(cluster, result.analysis).model_copy(
+                update={"turns": result.turns, "tools_called": result.tools_called}
+            )
+        )
     return out

@@ -22,12 +22,15 @@ from grse_graph.llm.structured import astructured_call
 from grse_graph.skills import Skill, SkillLibrary
 
 from .diagnosis import Diagnosis
-from .pool import PoolDecision, Status, evaluate_shadow
+from .pool import Counting, PoolDecision, PoolTally, Status, evaluate_shadow
 from .retention import RetainedItem
 from .skills import (
     LINEAGE_KEY,
     ORIGIN_KEY,
+    SKILL_EXEMPLAR,
+    TAGS_KEY,
     TASK_KEY,
+    ParkedSkill,
     content_problems,
     is_seed,
     lineage_id,
@@ -47,6 +50,9 @@ ActionKind = Literal[
     "prune",
     "promote",
     "hold",
+    "disable",
+    "demote",
+    "restore",
     "rejected",
     "noop",
 ]
@@ -62,6 +68,7 @@ PRUNE_Q, PRUNE_TRIALS = 0.05, 5
 DROP_THRESHOLD = 0.02
 LEARN_TEMPERATURE, CREATE_TEMPERATURE, REFINE_TEMPERATURE = 0.3, 0.4, 0.3
 WRITE_MAX_TOKENS, REFINE_MAX_TOKENS = 1200, 800
+MAX_EXAMPLES, MAX_TRACE_LINES = 3, 20
 REPAIR_HINT = {
     "add-guard": "Add a guard or precondition check that would have stopped these failures.",
     "reorder-step": "Correct the order of the steps so the failing step comes where it belongs.",
@@ -114,6 +121,9 @@ class EvolutionWork:
     repaired_types: list[str] = field(default_factory=list)
     pool: list[PoolDecision] = field(default_factory=list)
     touched: set[tuple[str, str, str]] = field(default_factory=set)
+    tallies: dict[str, PoolTally] = field(default_factory=dict)  # "agent/name" -> pool tally
+    parked: list[ParkedSkill] = field(default_factory=list)  # parents disabled by a promotion
+    demoted: set[str] = field(default_factory=set)  # back in the pool: not evaluated this round
 
     def auto_count(self) -> int:
         return sum(not is_seed(s) for lib in self.libraries.values() for s in lib.skills)
@@ -131,12 +141,16 @@ class EvolutionWork:
         self.new_skills.append(f"{agent}/{skill.name}")
         self.actions.append(action)
 
-    def disable(self, agent: str, name: str, kind: ActionKind, detail: str) -> None:
-        if not self.libraries[agent].has(name):
-            return
+    def disable(self, agent: str, name: str, kind: ActionKind, detail: str) -> Skill | None:
+        """Take a skill out of its library (status disabled); returns it (None if absent)."""
+        if agent not in self.libraries or not self.libraries[agent].has(name):
+            return None
+        skill = self.libraries[agent].get(name)
         self.libraries[agent] = self.libraries[agent].remove(name)
         self.status.setdefault(agent, {})[name] = "disabled"
+        self.tallies.pop(f"{agent}/{name}", None)
         self.actions.append(EvolutionAction(kind=kind, agent=agent, skill=name, detail=detail))
+        return skill
 
 
 @dataclass(frozen=True)
@@ -149,6 +163,7 @@ class RoundEvidence:
     diagnoses: Sequence[Diagnosis]
     agents: Sequence[str]
     final_agent: str
+    domain: str = "a question-answering agent team"
 
 
 def _rate(traces: Sequence[VerifiedTrace]) -> float:
@@ -216,34 +231,138 @@ def create_priorities(
     return out[:MAX_CREATE]
 
 
-def pattern_summary(traces: Sequence[VerifiedTrace]) -> str:
-    """Tool frequencies and the action bigrams found only in successes or only in failures."""
+def action_names(trace: VerifiedTrace) -> list[str]:
+    """The tool (or pseudo-action) names of an action trace, in order."""
+    return [line.split(" > ", 1)[-1].split("(", 1)[0].strip() for line in trace.action_trace]
 
-    def actions(t: VerifiedTrace) -> list[str]:
-        return [line.split(" > ", 1)[-1].split("(", 1)[0] for line in t.action_trace]
 
-    def bigrams(ts: Sequence[VerifiedTrace]) -> set[str]:
-        return {f"{a} -> {b}" for t in ts for a, b in zip(actions(t), actions(t)[1:], strict=False)}
+def _ngrams(names: Sequence[str], n: int) -> list[str]:
+    return [" -> ".join(names[i : i + n]) for i in range(len(names) - n + 1)]
 
+
+class ActionPatterns(BaseModel):
+    """The code's pre-computed action pattern analysis (`extractActionPatterns`) of one task
+    type's episodes: counts and mean steps per side, the top tools per side, the bigram and
+    trigram sequences found only in successes or only in failures, the top success bigrams."""
+
+    successes: int
+    failures: int
+    success_mean_steps: float
+    failure_mean_steps: float
+    success_tools: list[tuple[str, int]]
+    failure_tools: list[tuple[str, int]]
+    success_only: list[str]
+    failure_only: list[str]
+    success_bigrams: list[tuple[str, int]]
+
+
+def extract_action_patterns(traces: Sequence[VerifiedTrace]) -> ActionPatterns:
+    """Tool frequencies, bigrams and trigrams of successes against failures (first-seen order
+    for the set differences, at most 10 each; top 8 tools per side; top 5 success bigrams)."""
     wins = [t for t in traces if t.success]
     losses = [t for t in traces if not t.success]
-    freq = Counter(a for t in traces for a in actions(t))
-    lines = [
-        f"successes {len(wins)}, failures {len(losses)}; mean tool calls "
-        f"{sum(t.steps for t in wins) / max(1, len(wins)):.1f} vs "
-        f"{sum(t.steps for t in losses) / max(1, len(losses)):.1f}",
-        "actions: " + ", ".join(f"{a} x{n}" for a, n in freq.most_common(8)),
-        "only in successes: " + (", ".join(sorted(bigrams(wins) - bigrams(losses))[:10]) or "-"),
-        "only in failures: " + (", ".join(sorted(bigrams(losses) - bigrams(wins))[:10]) or "-"),
-    ]
-    return "\n".join(lines)
+
+    def sequences(ts: Sequence[VerifiedTrace]) -> list[str]:
+        out: list[str] = []
+        for t in ts:
+            names = action_names(t)
+            out += _ngrams(names, 2) + _ngrams(names, 3)
+        return list(dict.fromkeys(out))
+
+    won, lost = sequences(wins), sequences(losses)
+    bigrams = Counter(g for t in wins for g in _ngrams(action_names(t), 2))
+    return ActionPatterns(
+        successes=len(wins),
+        failures=len(losses),
+        success_mean_steps=sum(t.steps for t in wins) / len(wins) if wins else 0.0,
+        failure_mean_steps=sum(t.steps for t in losses) / len(losses) if losses else 0.0,
+        success_tools=Counter(a for t in wins for a in action_names(t)).most_common(8),
+        failure_tools=Counter(a for t in losses for a in action_names(t)).most_common(8),
+        success_only=[g for g in won if g not in set(lost)][:10],
+        failure_only=[g for g in lost if g not in set(won)][:10],
+        success_bigrams=bigrams.most_common(5),
+    )
 
 
-def _episode_block(title: str, traces: Sequence[VerifiedTrace], limit: int = 3) -> list[str]:
+def format_pattern_summary(p: ActionPatterns) -> str:
+    """The pattern analysis as the LEARN prompt shows it (`formatPatternSummary`)."""
+
+    def counted(pairs: Sequence[tuple[str, int]]) -> str:
+        return ", ".join(f"{a} x{n}" for a, n in pairs) or "-"
+
+    return "\n".join(
+        [
+            f"successes {p.successes} (mean tool calls {p.success_mean_steps:.1f}), failures "
+            f"{p.failures} (mean tool calls {p.failure_mean_steps:.1f})",
+            f"top actions in successes: {counted(p.success_tools)}",
+            f"top actions in failures: {counted(p.failure_tools)}",
+            "sequences only in successes: " + ("; ".join(p.success_only) or "-"),
+            "sequences only in failures: " + ("; ".join(p.failure_only) or "-"),
+            f"top success bigrams: {counted(p.success_bigrams)}",
+        ]
+    )
+
+
+def pattern_summary(traces: Sequence[VerifiedTrace]) -> str:
+    return format_pattern_summary(extract_action_patterns(traces))
+
+
+def _density(trace: VerifiedTrace) -> float:
+    return min(1.0, len(trace.action_trace) / MAX_TRACE_LINES)
+
+
+def _used_count(trace: VerifiedTrace) -> int:
+    return len({s for names in trace.used.values() for s in names})
+
+
+def success_example_score(trace: VerifiedTrace) -> float:
+    """0.45 / steps + 0.35 trace density + 0.20 / used skills (steps and skills at least 1:
+    a tool-free episode counts as one step)."""
+    return 0.45 / max(1, trace.steps) + 0.35 * _density(trace) + 0.20 / max(1, _used_count(trace))
+
+
+def failure_example_score(trace: VerifiedTrace, success_mean_steps: float | None) -> float:
+    """0.35 near-miss closeness + 0.25 trace density + 0.20 overlap + 0.20 error signal;
+    closeness = 1 - |steps - mean success steps| / mean success steps in [0, 1] (0.4 without
+    successes; with a mean of 0, 1 for a tool-free failure)."""
+    if success_mean_steps is None:
+        closeness = 0.4
+    elif success_mean_steps <= 0:
+        closeness = 1.0 if trace.steps == 0 else 0.0
+    else:
+        closeness = 1 - abs(trace.steps - success_mean_steps) / success_mean_steps
+    closeness = max(0.0, min(1.0, closeness))
+    overlap = 0.25 * max(0, _used_count(trace) - 1) + (0.35 if len(trace.executors) > 1 else 0)
+    return (
+        0.35 * closeness
+        + 0.25 * _density(trace)
+        + 0.20 * min(1.0, overlap)
+        + 0.20 * (1.0 if trace.error_message else 0.2)
+    )
+
+
+def select_success_examples(
+    traces: Sequence[VerifiedTrace], limit: int = MAX_EXAMPLES
+) -> list[VerifiedTrace]:
+    """The best `limit` successes by the success-example score (ties keep trace order)."""
+    return sorted(traces, key=lambda t: -success_example_score(t))[:limit]
+
+
+def select_failure_examples(
+    failures: Sequence[VerifiedTrace],
+    successes: Sequence[VerifiedTrace],
+    limit: int = MAX_EXAMPLES,
+) -> list[VerifiedTrace]:
+    """The best `limit` failures by the failure-example score (ties keep trace order)."""
+    mean = sum(t.steps for t in successes) / len(successes) if successes else None
+    return sorted(failures, key=lambda t: -failure_example_score(t, mean))[:limit]
+
+
+def _episode_block(title: str, traces: Sequence[VerifiedTrace]) -> list[str]:
     lines = [title]
-    for t in traces[:limit]:
+    for t in traces[:MAX_EXAMPLES]:
         lines.append(f"- {t.summary} ({t.error_message or 'correct'})")
-        lines.extend(f"    {a}" for a in t.action_trace[:20])
+        lines.extend(f"    {a}" for a in t.action_trace[:MAX_TRACE_LINES])
     return lines
 
 
@@ -286,17 +405,21 @@ async def _write(
 
 
 def _new_skill(
-    name: str, draft: DrawnSkill, agent: str, tau: str, origin: str, lineage: str | None = None
+    name: str,
+    draft: DrawnSkill,
+    agent: str,
+    tau: str,
+    origin: str,
+    tags: Sequence[str] = (),
 ) -> Skill:
+    metadata = {LINEAGE_KEY: f"{agent}/{name}", ORIGIN_KEY: origin, TASK_KEY: tau}
+    if tags:
+        metadata[TAGS_KEY] = ",".join(tags)
     return Skill.build(
         name=name,
         description=" ".join(draft.description.split())[:900] or f"Strategy for {tau} questions",
         body=draft.body.strip(),
-        metadata={
-            LINEAGE_KEY: lineage or f"{agent}/{name}",
-            ORIGIN_KEY: origin,
-            TASK_KEY: tau,
-        },
+        metadata=metadata,
     )
 
 
@@ -320,7 +443,9 @@ def _admit(
 
 
 async def learn(work: EvolutionWork, ev: RoundEvidence, provider: ChatModelProvider) -> None:
-    """A+: one success-derived skill per chosen task type (reusable successes as exemplars)."""
+    """A+ (the code's LEARN): one success-derived skill per chosen task type, from the
+    pre-computed action patterns, the best-scored reusable successes and failures, the policy
+    cards and a structure exemplar."""
     reusable = [i.trace for i in ev.retained if "reusable_success" in i.reasons]
     schema = _owner_schema(ev.agents)
     for tau, _ in learn_priorities(work, ev.traces):
@@ -328,18 +453,21 @@ async def learn(work: EvolutionWork, ev: RoundEvidence, provider: ChatModelProvi
         if any(lib.has(name) for lib in work.libraries.values()):
             continue
         of_type = [t for t in ev.traces if t.task_type == tau]
-        wins = [t for t in reusable if t.task_type == tau] or [t for t in of_type if t.success]
-        losses = [t for t in of_type if not t.success]
+        successes = [t for t in of_type if t.success]
+        wins = select_success_examples([t for t in reusable if t.task_type == tau] or successes)
+        losses = select_failure_examples([t for t in of_type if not t.success], successes)
         prompt = "\n".join(
             [
-                f"Task type: {tau}. Learn a reusable strategy from what the successful episodes "
-                "did and the failed ones did not.",
+                f"Task type: {tau}, in {ev.domain}. Learn a reusable strategy from what the "
+                "successful episodes did and the failed ones did not.",
                 "Pre-computed action pattern analysis:",
                 pattern_summary(of_type),
                 *_episode_block("Successful episodes:", wins),
                 *_episode_block("Failed episodes:", losses),
                 *_cards_block(work, f"{tau} " + " ".join(t.summary for t in of_type[:6])),
-                f"{BODY_FORMAT} Under 400 words, specific and actionable. Choose the agent "
+                f"Example of a well-structured skill:\n{SKILL_EXEMPLAR}",
+                f"{BODY_FORMAT} Under 400 words, specific and actionable; name tools where they "
+                "help. Choose the agent "
                 f"(one of {', '.join(ev.agents)}) whose step this skill should guide.",
             ]
         )
@@ -348,7 +476,8 @@ async def learn(work: EvolutionWork, ev: RoundEvidence, provider: ChatModelProvi
         if isinstance(drawn, str):
             work.actions.append(action.model_copy(update={"kind": "rejected", "detail": drawn}))
             continue
-        agent = str(drawn.model_dump()["agent"])
+        fields = drawn.model_dump()
+        agent = str(fields["agent"])
         if not work.has_room(agent):
             work.actions.append(
                 action.model_copy(
@@ -356,8 +485,20 @@ async def learn(work: EvolutionWork, ev: RoundEvidence, provider: ChatModelProvi
                 )
             )
             continue
+        learned = DrawnSkill(
+            description=f"Strategy for {tau} questions, learned from {len(successes)} "
+            f"successful episodes (round {ev.round}): {fields['description']}",
+            body=str(fields["body"]),
+        )
         try:
-            skill = _new_skill(name, drawn, agent, tau, "trajectory-learning")  # type: ignore[arg-type]
+            skill = _new_skill(
+                name,
+                learned,
+                agent,
+                tau,
+                "trajectory-learning",
+                tags=[tau, "trajectory-learned", f"round-{ev.round}"],
+            )
         except SkillError as error:
             work.actions.append(
                 action.model_copy(update={"kind": "rejected", "agent": agent, "detail": str(error)})
@@ -450,9 +591,11 @@ async def create(
             failures = [t for t in ev.traces if t.task_type == tau and not t.success]
             analysis = ["No verified analysis: use the failures conservatively."]
             detail = "no verified cause (code rule)"
+        successes = [t for t in ev.traces if t.task_type == tau and t.success]
         header = [
             f"The team repeatedly fails at {tau} questions.",
-            *_episode_block("Failures:", failures),
+            *_episode_block("Failures:", select_failure_examples(failures, successes)),
+            *_episode_block("Matched successes:", select_success_examples(successes)),
             *analysis,
             *_cards_block(work, f"{tau} " + " ".join(t.error_message for t in failures)),
         ]
@@ -567,28 +710,53 @@ def prune(work: EvolutionWork) -> None:
 
 
 def evaluate_pool(
-    work: EvolutionWork, traces: Sequence[VerifiedTrace], min_uses: int, min_success_rate: float
+    work: EvolutionWork,
+    traces: Sequence[VerifiedTrace],
+    min_uses: int,
+    min_success_rate: float,
+    counting: Counting = "round",
+    disable_after: int | None = None,
 ) -> None:
-    """Promote or hold every shadow skill on this round's uses; a promoted revised copy
-    disables its parent."""
+    """Promote, hold or disable every shadow skill on its verified uses (this round's, or all
+    rounds' with cumulative counting); a promoted revised copy disables its parent (parked, so
+    a demotion can put it back)."""
     for agent, statuses in work.status.items():
         for name, status in list(statuses.items()):
             if status != "shadow" or not work.libraries.get(agent, SkillLibrary.empty(agent)).has(
                 name
             ):
                 continue
-            decision = evaluate_shadow(agent, name, traces, min_uses, min_success_rate)
+            ref = f"{agent}/{name}"
+            if ref in work.demoted:
+                continue
+            decision, tally = evaluate_shadow(
+                agent,
+                name,
+                traces,
+                min_uses,
+                min_success_rate,
+                counting=counting,
+                tally=work.tallies.get(ref),
+                disable_after=disable_after,
+            )
             work.pool.append(decision)
-            if decision.decision == "promote":
+            work.tallies[ref] = tally
+            if decision.decision == "disable":
+                work.disable(agent, name, "disable", decision.reason)
+                work.parents.pop(ref, None)
+            elif decision.decision == "promote":
                 statuses[name] = "active"
-                work.promoted.append(f"{agent}/{name}")
+                work.tallies.pop(ref, None)
+                work.promoted.append(ref)
                 work.actions.append(
                     EvolutionAction(kind="promote", agent=agent, skill=name, detail=decision.reason)
                 )
-                parent = work.parents.pop(f"{agent}/{name}", None)
+                parent = work.parents.pop(ref, None)
                 if parent:
                     p_agent, _, p_name = parent.partition("/")
-                    work.disable(p_agent, p_name, "prune", f"replaced by promoted {name}")
+                    removed = work.disable(p_agent, p_name, "prune", f"replaced by promoted {name}")
+                    if removed is not None:
+                        work.parked.append(ParkedSkill.of(p_agent, removed, replaced_by=ref))
 
 
 def drop_observed(previous: float | None, current: float) -> float | None:

@@ -6,10 +6,11 @@
 
 Every round executes the same fixed train subset (drawn once, in proportion to category) with
 the team and libraries of the current state: per question, the seed agents plus the
-specialists targeting its task type, each with k selected skills (active and shadow) and asked
-to close with a `Skills used:` line. Credit is per rollout (used-skill attribution); the update
-is the round's learning, evidence, evolution and restructuring, written as one
-`SkillmasState` in RUN/method_state.jsonl, the libraries of every agent in
+specialists targeting its task type (routed specialists take their slot agent's place when the
+Q^a softmax picks them, seeded per rollout), each with k selected skills (active and shadow)
+and asked to close with a `Skills used:` line. Credit is per rollout (used-skill
+attribution); the update is the round's learning, evidence, evolution and restructuring,
+written as one `SkillmasState` in RUN/method_state.jsonl, the libraries of every agent in
 libraries/iter_<r>, and one `GateRecord` per round (base score = the round's train success
 rate, no gate decisions: SkillMAS has no gate). With `measure_final` one more execution-only
 round measures the final state. Units found in the run folder are reused, so a resumed run
@@ -57,10 +58,11 @@ from grse_graph.training.state import RESET, units
 
 from .method import SkillmasMethod, SkillmasRecord
 from .round import measurement, update_round
+from .routing import route
 from .selection import select_skills
 from .skills import lineage_id, lineage_map
 from .state import SkillmasState
-from .team import build_team, runs_for, seed_members
+from .team import build_team, running_members, seed_members
 from .trace import SKILLS_USED_LINE, task_type_of
 
 USED_LINE_REQUEST = (
@@ -131,12 +133,12 @@ def select_libraries(
     task_type: str,
     k: int,
     training: bool,
+    routed: Mapping[str, str] | None = None,
 ) -> dict[str, SkillLibrary]:
-    """Each running agent's k selected skills (shadow skills offered in training only)."""
+    """Each running agent's k selected skills (shadow skills offered in training only);
+    `routed` names the routed specialists that run in place of their slot agents."""
     out = {}
-    for member in state.members:
-        if not runs_for(member, task_type):
-            continue
+    for member in running_members(state.members, task_type, routed):
         library = libraries.get(member.name, SkillLibrary.empty(member.name))
         offered = [
             s
@@ -191,11 +193,17 @@ class SkillmasLoop:
         libraries: Mapping[str, SkillLibrary],
         question: TaskQuestion,
         training: bool = True,
+        route_seed: int | None = None,
     ) -> TeamSpec:
-        """The team that runs `question` in a round of `state`."""
+        """The team that runs `question` in a round of `state`: routed specialists are sampled
+        (seeded by `route_seed`) in training and the most probable one runs otherwise."""
         tau = self.task_type(question)
-        selected = select_libraries(state, libraries, question, tau, self.settings.k, training)
-        return build_team(self.ctx.team, state.members, selected, tau, USED_LINE_REQUEST)
+        rng = random.Random(route_seed) if training and route_seed is not None else None
+        routed = route(state.members, state.executors, tau, self.settings.route_temperature, rng)
+        selected = select_libraries(
+            state, libraries, question, tau, self.settings.k, training, routed
+        )
+        return build_team(self.ctx.team, state.members, selected, tau, USED_LINE_REQUEST, routed)
 
     def save_state(self, state: SkillmasState) -> None:
         self.ctx.run.method_states.append(
@@ -287,7 +295,9 @@ class SkillmasLoop:
             x = await asyncio.to_thread(self.state_before, unit["iteration"])
             libraries = await asyncio.to_thread(ctx.load, unit["libraries"])
             question = ctx.question(unit["question_id"])
-            team = self.team_for(x, libraries, question)
+            team = self.team_for(
+                x, libraries, question, route_seed=derive_seed(cfg.seed, f"{unit_id}/route")
+            )
             result = await isolated(
                 run_rollout(
                     team,
@@ -479,6 +489,8 @@ class SkillmasLoop:
             provider=ctx.provider,
             settings=self.settings,
             library_limit=cfg.library_limit,
+            seed_roles={a.name: a.role for a in ctx.team.agents},
+            domain=f"a question-answering agent team ({ctx.task.name})",
         )
 
         # The plan is the round's used-skill counts; they become each skill's invocation count

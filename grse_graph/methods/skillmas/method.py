@@ -33,6 +33,7 @@ from .report import report_lines
 from .settings import SkillmasSettings
 from .state import SkillmasState
 from .trace import StepSignals, VerifiedTrace, build_trace, step_signals, task_type_of
+from .verifiers import local_outcomes
 
 
 class SkillmasRecord(CreditRecord):
@@ -44,15 +45,21 @@ class SkillmasRecord(CreditRecord):
     judge_calls: int = 0
 
 
+def tool_agents(inputs: CreditInputs) -> list[str]:
+    """The seed agents that hold task tools for this question (the retriever)."""
+    return [
+        a.name
+        for a in inputs.team.agents
+        if a.tools != () and inputs.task.agent_tools(inputs.question, a.name)
+    ]
+
+
 def tool_budget(inputs: CreditInputs) -> int:
     """maxSteps: the task-tool budgets of the agents that ran with task tools (row 5); 0 on a
     task without tools (HotpotQA), so every success there is reusable."""
     ran = {s.agent for r in inputs.rollouts for s in r.steps}
-    return sum(
-        a.max_tool_calls
-        for a in inputs.team.agents
-        if a.name in ran and a.tools != () and inputs.task.agent_tools(inputs.question, a.name)
-    )
+    holders = set(tool_agents(inputs))
+    return sum(a.max_tool_calls for a in inputs.team.agents if a.name in ran and a.name in holders)
 
 
 class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
@@ -95,6 +102,7 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
             task_type=task_type_of(inputs.question.category, self.settings.task_type),
             signals=signals,
             tool_budget=tool_budget(inputs),
+            local=local_outcomes(rollout, inputs.question, tool_agents(inputs)),
         )
         return SkillmasRecord(
             **self.base_fields(unit, inputs), trace=trace, signals=signals, judge_calls=calls
@@ -128,8 +136,9 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
         s = self.settings
         return (
             f"task type {s.task_type}, k={s.k}, pool >= {s.pool_min_uses} uses and "
-            f">= {s.pool_min_success_rate} success, restructure {s.restructure} "
-            f"(at most {s.max_agents} agents)"
+            f">= {s.pool_min_success_rate} success ({s.pool_counting} counting), restructure "
+            f"{s.restructure} (at most {s.max_agents} agents, specialists {s.specialist_mode}), "
+            f"executor credit {s.executor_credit}, drop {s.drop_policy}, analyst {s.analyst}"
         )
 
     def __init__(self, settings: SkillmasSettings, states: Sequence[SkillmasState] = ()) -> None:

@@ -46,6 +46,16 @@ def report_lines(
         f"explicit signal {sum(s.explicit for s in signals)}, judge calls {judged}, "
         f"judge failures {sum(s.judge_error is not None for s in signals)}."
     )
+    local: dict[str, list[bool]] = {}
+    for record in records:
+        for agent, ok in (record.trace.local if record.trace else {}).items():
+            local.setdefault(agent, []).append(ok)
+    if local:
+        out.append(
+            "Executor-local verified outcomes: "
+            + ", ".join(f"{a} {sum(v)}/{len(v)}" for a, v in sorted(local.items()))
+            + "."
+        )
     out += [
         "",
         "| round | episodes | train success | by task type | validation | retained | diagnosed "
@@ -160,10 +170,22 @@ def report_lines(
             else "-"
         )
         d = decision
+        if s.round.reverted is not None:
+            u = s.round.reverted
+            out.append(
+                f"| {s.round.iteration} | reverted (drop): {u.action} of {u.agent or '-'} | "
+                f"{u.task_type or '-'} | {u.agent or '-'} | - | {' > '.join(u.team_after)} | "
+                f"{' > '.join(u.team_before)} | drop {s.round.drop or 0:.3f} |"
+            )
+        after = list(d.team_after)
+        if d.slot and d.agent in after:
+            after = [f"{n} | {d.agent}" if n == d.slot else n for n in after if n != d.agent]
         out.append(
             f"| {s.round.iteration} | {d.action}: {_cell(d.reason)} | {d.task_type or '-'} | "
-            f"{d.agent or '-'}{f' (removed {d.removed})' if d.removed else ''} | "
-            f"{_cell(d.guard or '-')} | {' > '.join(d.team_before)} | {' > '.join(d.team_after)} | "
+            f"{d.agent or '-'}{f' (removed {d.removed})' if d.removed else ''}"
+            f"{f' (routed for {d.slot})' if d.slot else ''} | "
+            f"{_cell(d.guard or '-')} | {_cell(' > '.join(d.team_before))} | "
+            f"{_cell(' > '.join(after))} | "
             f"{_cell(evidence)} |"
         )
     return out

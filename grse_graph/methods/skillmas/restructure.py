@@ -52,6 +52,7 @@ class Decision(BaseModel):
     task_type: str | None = None
     agent: str | None = Field(default=None, description="added, modified or merge target")
     removed: str | None = None
+    slot: str | None = Field(default=None, description="routed specialist: the slot it serves")
     skills: list[str] = Field(default_factory=list, description="skills given (agent/name)")
     reason: str
     guard: str | None = Field(default=None, description="what a guard changed, if anything")
@@ -70,16 +71,21 @@ def build_artifacts(
     owned: Mapping[str, Sequence[str]],
     executors_q: ExecutorUtilityTable,
     handoff_rollouts: set[str],
+    team: Sequence[str] | None = None,
 ) -> list[Artifact]:
     """One artifact per task type of the retained evidence, sorted by failures (stable).
     `owned` maps agents to their owned skill lineage ids (for the overlap); `handoff_rollouts`
-    are retained failures whose cluster was tagged handoff-to-structure."""
+    are retained failures whose cluster was tagged handoff-to-structure; `team`, when given,
+    limits the implicated executors to its agents (an agent a demotion removed this round
+    executed some traces but can no longer be edited)."""
     by_type: dict[str, list[RetainedItem]] = {}
     for item in retained:
         by_type.setdefault(item.trace.task_type, []).append(item)
     artifacts = []
     for tau, items in by_type.items():
-        executors = _unique([a for i in items for a in i.trace.executors])
+        executors = _unique(
+            [a for i in items for a in i.trace.executors if team is None or a in team]
+        )
         skills = _unique(
             [f"{a}/{s}" for i in items for a, names in i.trace.used.items() for s in names]
         )

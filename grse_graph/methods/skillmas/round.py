@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from grse_graph.llm.provider import ChatModelProvider
 from grse_graph.skills import SkillLibrary
 from grse_graph.team.rollout import Rollout
 
+from .analyst_loop import ToolLoopAnalyst
 from .diagnosis import cluster_failures, diagnose
 from .evolution import (
     EvolutionWork,
@@ -22,13 +24,22 @@ from .evolution import (
     prune,
     refine,
 )
+from .penalty import demote, round_undo
 from .restructure import Decision, build_artifacts, decide
 from .retention import retain
+from .routing import routing_slot
 from .settings import SkillmasSettings
 from .skills import LINEAGE_KEY, lineage_id
 from .state import RetainedLine, RoundRecord, SkillmasState
 from .tables import ExecutorUtilityTable, SkillUtilityTable
-from .team import TeamMember, boundary_note, insert_before_final, specialist_name, specialist_role
+from .team import (
+    TeamMember,
+    boundary_note,
+    insert_before_final,
+    routed_specialist_role,
+    specialist_name,
+    specialist_role,
+)
 from .trace import VerifiedTrace
 
 
@@ -37,8 +48,11 @@ def learn_utilities(
     executors: ExecutorUtilityTable,
     traces: Sequence[VerifiedTrace],
     libraries: Mapping[str, SkillLibrary],
+    executor_credit: Literal["episode", "local"] = "episode",
 ) -> tuple[SkillUtilityTable, ExecutorUtilityTable]:
-    """R = y: Q^s for every (agent, used skill), Q^a for every agent with a step."""
+    """R = y: Q^s for every (agent, used skill), Q^a for every agent with a step. With
+    `executor_credit="local"` an agent's Q^a learns its executor-local verified outcome
+    (`VerifiedTrace.local`) where a verifier gave one, else the episode outcome (row 6)."""
     for trace in traces:
         reward = 1.0 if trace.success else 0.0
         for agent, names in trace.used.items():
@@ -51,8 +65,25 @@ def learn_utilities(
                 )
                 skills = skills.update(skill_id, trace.task_type, agent, reward)
         for agent in trace.executors:
-            executors = executors.update(agent, trace.task_type, reward)
+            outcome = trace.success
+            if executor_credit == "local":
+                outcome = trace.local.get(agent, trace.success)
+            executors = executors.update(agent, trace.task_type, 1.0 if outcome else 0.0)
     return skills, executors
+
+
+def agent_boundaries(
+    members: Sequence[TeamMember], seed_roles: Mapping[str, str]
+) -> dict[str, str]:
+    """What the analyst's agent-boundary tool answers: role, task types, boundary note."""
+    out = {}
+    for m in members:
+        role = seed_roles.get(m.name, "") if m.seed else m.role
+        runs = "every question" if m.seed or not m.targets else ", ".join(m.targets)
+        where = f"; routed in place of {m.slot}" if m.slot else ""
+        note = f"\n{m.boundary}" if m.boundary else ""
+        out[m.name] = f"role: {role or '-'}\nruns for: {runs}{where}{note}"
+    return out
 
 
 def success_by_type(traces: Sequence[VerifiedTrace]) -> dict[str, float]:
@@ -92,10 +123,13 @@ def apply_decision(
     executors: ExecutorUtilityTable,
     library_limit: int,
     status: dict[str, dict[str, str]],
+    specialist_mode: Literal["insert", "route"] = "insert",
 ) -> tuple[Decision, list[TeamMember], dict[str, SkillLibrary], ExecutorUtilityTable]:
-    """Apply keep/add/modify/merge (spec §6.3): "add" copies skills to a new specialist,
-    "modify" gives one agent the pending skills and a boundary note, "merge" moves the removed
-    agent's skills to the target and deletes the removed agent (its Q^a record stays)."""
+    """Apply keep/add/modify/merge (spec §6.3): "add" copies skills to a new specialist
+    (inserted before the final agent, or, routed, an alternative executor for the slot of the
+    lowest-utility implicated seed agent), "modify" gives one agent the pending skills and a
+    boundary note, "merge" moves the removed agent's skills to the target and deletes the
+    removed agent (its Q^a record stays)."""
     libraries = dict(libraries)
     evidence = decision.evidence
     tau = decision.task_type or ""
@@ -123,15 +157,33 @@ def apply_decision(
 
     if decision.action == "add":
         name = specialist_name(tau, [m.name for m in members])
+        slot = None
+        if specialist_mode == "route":
+            implicated = evidence.executors if evidence else []
+            slot = routing_slot(members, implicated, executors, tau)
         member = TeamMember(
-            name=name, seed=False, role=specialist_role(tau), targets=[tau], reason=decision.reason
+            name=name,
+            seed=False,
+            role=routed_specialist_role(tau, slot) if slot else specialist_role(tau),
+            targets=[tau],
+            reason=decision.reason,
+            slot=slot,
         )
-        members = insert_before_final(members, member)
+        if slot is None:
+            members = insert_before_final(members, member)
+        else:
+            at = [m.name for m in members].index(slot) + 1
+            members = [*members[:at], member, *members[at:]]
         libraries[name] = SkillLibrary.empty(name, library_limit)
         given = copy_into(name, decision.skills)
         executors = executors.initialize_extension(name, executors.task_baseline(tau), [tau])
         decision = decision.model_copy(
-            update={"agent": name, "skills": given, "team_after": [m.name for m in members]}
+            update={
+                "agent": name,
+                "slot": slot,
+                "skills": given,
+                "team_after": [m.name for m in members],
+            }
         )
     elif decision.action == "modify" and decision.agent:
         given = copy_into(decision.agent, decision.skills)
@@ -171,11 +223,30 @@ async def update_round(
     provider: ChatModelProvider,
     settings: SkillmasSettings,
     library_limit: int,
+    seed_roles: Mapping[str, str] | None = None,
+    domain: str | None = None,
 ) -> RoundOutcome:
-    """Round r's learning, evidence, evolution and restructuring on its executed traces."""
-    skills_q, executors_q = learn_utilities(state.skills, state.executors, traces, libraries)
+    """Round r's learning, evidence, evolution and restructuring on its executed traces.
+    `seed_roles` (agent -> role prompt) feeds the loop analyst's agent-boundary tool; `domain`
+    names the task in the LEARN prompt."""
+    skills_q, executors_q = learn_utilities(
+        state.skills, state.executors, traces, libraries, settings.executor_credit
+    )
     retention = retain(traces, state.failure_counts)
     clusters = cluster_failures(retention.items, traces)
+    members = list(state.members)
+    analyst = None
+    if settings.analyst == "loop":
+        analyst = ToolLoopAnalyst(
+            rollouts=rollouts,
+            gold=gold,
+            libraries=libraries,
+            provider=provider,
+            successes=[t for t in traces if t.success],
+            agent_boundaries=agent_boundaries(members, seed_roles or {}),
+            max_tokens=settings.analyst_max_tokens,
+            max_turns=settings.analyst_turns,
+        )
     diagnoses = await diagnose(
         clusters,
         rollouts=rollouts,
@@ -183,14 +254,20 @@ async def update_round(
         libraries=libraries,
         provider=provider,
         max_tokens=settings.analyst_max_tokens,
+        analyst=analyst,
     )
-    members = list(state.members)
     work = EvolutionWork(
         libraries=dict(libraries),
         status={a: dict(s) for a, s in state.status.items()},
         table=skills_q,
         parents=dict(state.parents),
+        tallies=dict(state.pool_tallies),
     )
+    rate = sum(t.success for t in traces) / len(traces) if traces else 0.0
+    drop = drop_observed(state.previous_success_rate, rate)
+    reverted = None
+    if drop is not None and settings.drop_policy == "demote" and state.undo is not None:
+        members, reverted = demote(work, members, state.undo)
     evidence = RoundEvidence(
         round=iteration,
         traces=traces,
@@ -198,20 +275,28 @@ async def update_round(
         diagnoses=diagnoses,
         agents=[m.name for m in members],
         final_agent=members[-1].name,
+        **({"domain": domain} if domain else {}),
     )
     await learn(work, evidence, provider)
     await create(work, evidence, provider, settings.create_requires_diagnosis)
     await refine(work, evidence, provider)
     prune(work)
-    rate = sum(t.success for t in traces) / len(traces) if traces else 0.0
-    drop = drop_observed(state.previous_success_rate, rate)
-    evaluate_pool(work, traces, settings.pool_min_uses, settings.pool_min_success_rate)
+    evaluate_pool(
+        work,
+        traces,
+        settings.pool_min_uses,
+        settings.pool_min_success_rate,
+        counting=settings.pool_counting,
+        disable_after=settings.pool_disable_after,
+    )
     pending = list(dict.fromkeys([*work.new_skills, *work.promoted]))
     owned = {
         agent: [lineage_id(s, agent) for s in lib.skills] for agent, lib in work.libraries.items()
     }
     handoff = {r for d in diagnoses if d.tag == "handoff-to-structure" for r in d.rollout_ids}
-    artifacts = build_artifacts(retention.items, pending, owned, executors_q, handoff)
+    artifacts = build_artifacts(
+        retention.items, pending, owned, executors_q, handoff, [m.name for m in members]
+    )
     decision = decide(
         artifacts,
         members,
@@ -220,6 +305,9 @@ async def update_round(
         previous_mass=state.failure_mass,
         repaired_types=state.repaired_types,
     )
+    members_before = list(members)
+    removed = work.libraries.get(decision.removed) if decision.removed else None
+    removed_status = dict(work.status.get(decision.removed or "", {}))
     decision, members, next_libraries, executors_q = apply_decision(
         decision,
         members,
@@ -227,7 +315,11 @@ async def update_round(
         executors_q,
         library_limit,
         work.status,  # type: ignore[arg-type]
+        settings.specialist_mode,
     )
+    undo = None
+    if settings.drop_policy == "demote":
+        undo = round_undo(iteration, work, members_before, decision, removed, removed_status)
     record = RoundRecord(
         iteration=iteration,
         episodes=len(traces),
@@ -248,6 +340,7 @@ async def update_round(
         actions=work.actions,
         pool=work.pool,
         drop=drop,
+        reverted=reverted,
         restructuring=decision,
     )
     mass: dict[str, int] = {}
@@ -266,6 +359,8 @@ async def update_round(
             "previous_success_rate": rate,
             "failure_mass": mass,
             "repaired_types": sorted(set(work.repaired_types)),
+            "pool_tallies": work.tallies,
+            "undo": undo,
             "round": record,
         }
     )

@@ -33,6 +33,22 @@ class SkillmasSettings(MethodSettings):
       paper, row 15); off: the code's rule (a patch skill even without a verified cause).
     - `judge_max_tokens` / `analyst_max_tokens`: caps of the usage judge and the analyst
       (None: the critic role's cap).
+    - `executor_credit`: what Q^a learns from (row 6): `episode` (the code: the episode outcome
+      for every agent with a step) or `local` (each agent's executor-local verified outcome,
+      where a verifier applies; the episode outcome otherwise).
+    - `drop_policy`: after a round-level drop > 0.02 (row 17): `flag` (the code: report it) or
+      `demote` (the previous round's promotions go back to the pool and its restructuring edit
+      is reverted).
+    - `pool_counting`: `round` (the code: this round's uses only) or `cumulative` (uses and
+      successes add up over rounds while a skill waits, row 18); `pool_disable_after`: disable
+      a shadow skill after this many failed evaluations (enough uses, rate below the
+      threshold); None: never (the code, which can hold a skill forever).
+    - `specialist_mode` (row 19): `insert` ((A): the specialist is a new agent inserted before
+      the final agent, run for its task types) or `route` ((B): an alternative executor for one
+      seed agent's slot, chosen per question by a softmax over Q^a, temperature
+      `route_temperature`, sampled in training rounds and argmax otherwise).
+    - `analyst` (row 14): `single` (one structured critic call per cluster) or `loop` (the
+      code's tool-using analyst loop, at most `analyst_turns` turns, a tool call every turn).
     """
 
     name: Literal["skillmas"] = "skillmas"
@@ -47,3 +63,11 @@ class SkillmasSettings(MethodSettings):
     create_requires_diagnosis: bool = True
     judge_max_tokens: int | None = Field(default=300, ge=1)
     analyst_max_tokens: int | None = Field(default=None, ge=1)
+    executor_credit: Literal["episode", "local"] = "episode"
+    drop_policy: Literal["flag", "demote"] = "flag"
+    pool_counting: Literal["round", "cumulative"] = "round"
+    pool_disable_after: int | None = Field(default=None, ge=1)
+    specialist_mode: Literal["insert", "route"] = "insert"
+    route_temperature: float = Field(default=0.5, gt=0.0)
+    analyst: Literal["single", "loop"] = "single"
+    analyst_turns: int = Field(default=6, ge=1)

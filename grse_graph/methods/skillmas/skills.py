@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from grse_graph.skills import Skill, SkillLibrary
 
@@ -21,6 +21,22 @@ from .selection import content_words, jaccard
 LINEAGE_KEY = "skillmas-id"
 ORIGIN_KEY = "skillmas-origin"
 TASK_KEY = "skillmas-task"
+TAGS_KEY = "skillmas-tags"
+SKILL_EXEMPLAR = """## When to use
+Questions that compare two named entities on one attribute (older, larger, first).
+
+## Steps
+1. Name both entities exactly as the question does.
+2. Find the attribute for each one in the evidence and quote it.
+3. Compare the two values and name the entity that wins the comparison.
+
+## Guards
+- Do not answer from memory when the evidence states the attribute.
+- Do not compare values given in different units without converting them.
+
+## Checks
+- Both values were found and quoted; the answer is one of the two entities."""
+"""A generic example of a well-structured skill, shown to LEARN (the code's `getSkillExemplar`)."""
 MIN_WORDS = 30
 DEDUP_THRESHOLD = 0.45
 CARD_LIMIT = 4
@@ -74,6 +90,30 @@ def near_duplicate(
             if score >= DEDUP_THRESHOLD and (best is None or score > best[1]):
                 best = (ref, score)
     return best
+
+
+class ParkedSkill(BaseModel):
+    """A skill taken out of a library, kept as SKILL.md text so it can be put back (a revised
+    copy's parent, a merged-away agent's library) when `drop_policy=demote` reverts a round.
+    Resource files are not kept: SkillMAS's own skills have none."""
+
+    agent: str
+    markdown: str
+    status: str = "active"
+    replaced_by: str | None = Field(
+        default=None, description="the promoted revised copy (agent/name) that disabled it"
+    )
+
+    @classmethod
+    def of(
+        cls, agent: str, skill: Skill, status: str = "active", replaced_by: str | None = None
+    ) -> ParkedSkill:
+        return cls(
+            agent=agent, markdown=skill.to_markdown(), status=status, replaced_by=replaced_by
+        )
+
+    def skill(self) -> Skill:
+        return Skill.parse(self.markdown, f"<parked skill of {self.agent}>")
 
 
 class PolicyCard(BaseModel):

@@ -9,8 +9,9 @@ from pydantic import BaseModel, Field
 
 from .diagnosis import Diagnosis
 from .evolution import EvolutionAction
-from .pool import PoolDecision, Status
+from .pool import PoolDecision, PoolTally, Status
 from .restructure import Decision
+from .skills import ParkedSkill
 from .tables import ExecutorUtilityTable, SkillUtilityTable
 from .team import TeamMember
 
@@ -43,7 +44,23 @@ class RoundRecord(BaseModel):
     actions: list[EvolutionAction] = Field(default_factory=list)
     pool: list[PoolDecision] = Field(default_factory=list)
     drop: float | None = None
+    reverted: Decision | None = Field(
+        default=None, description="the previous round's edit undone by drop_policy=demote"
+    )
     restructuring: Decision | None = None
+
+
+class RoundUndo(BaseModel):
+    """What undoing one round's promotions and restructuring edit takes (drop_policy=demote):
+    the skills it promoted, the parents those promotions disabled, the team before its edit and,
+    for a merge, the removed agent's library."""
+
+    round: int
+    promoted: list[str] = Field(default_factory=list, description="agent/name")
+    parked_parents: list[ParkedSkill] = Field(default_factory=list)
+    edit: Decision | None = None
+    members_before: list[TeamMember] = Field(default_factory=list)
+    removed_library: list[ParkedSkill] = Field(default_factory=list)
 
 
 class SkillmasState(BaseModel):
@@ -60,6 +77,12 @@ class SkillmasState(BaseModel):
     previous_success_rate: float | None = None
     failure_mass: dict[str, int] = Field(default_factory=dict)
     repaired_types: list[str] = Field(default_factory=list)
+    pool_tallies: dict[str, PoolTally] = Field(
+        default_factory=dict, description="agent/name -> a waiting shadow skill's tally"
+    )
+    undo: RoundUndo | None = Field(
+        default=None, description="how to revert the last round (drop_policy=demote only)"
+    )
     round: RoundRecord | None = None
 
     def status_of(self, agent: str, skill: str) -> Status:

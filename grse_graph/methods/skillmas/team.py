@@ -1,9 +1,12 @@
 """The team as SkillMAS training state (spec §6, §9.2 row 19): seed agents plus specialists
 added by restructuring, each with a role, task-type targets and a boundary note.
 
-A specialist is an `AgentSpec` of its own (`specialist-<tau>`), inserted just before the final
-agent and run only for questions whose task type is among its targets; it has no task tools and
-sees the earlier agents' tool results, so the tool budget stays with the seed retriever.
+A specialist is an `AgentSpec` of its own (`specialist-<tau>`). Inserted (row 19 A, default),
+it runs just before the final agent for questions whose task type is among its targets; it has
+no task tools and sees the earlier agents' tool results, so the tool budget stays with the seed
+retriever. Routed (row 19 B), it is an alternative executor for one seed agent's `slot`: it
+never runs by position; when the router picks it for a question it takes the slot agent's
+place with that agent's tools, budget and role, plus its own specialist role and library.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ class TeamMember(BaseModel):
     targets: list[str] = Field(default_factory=list, description="task types it runs for")
     boundary: str = Field(default="", description="boundary note (replaced, never stacked)")
     reason: str = ""
+    slot: str | None = Field(
+        default=None, description="routed specialist: the seed agent whose place it can take"
+    )
 
 
 def seed_members(team: TeamSpec) -> list[TeamMember]:
@@ -58,6 +64,17 @@ def specialist_role(task_type: str) -> str:
     )
 
 
+def routed_specialist_role(task_type: str, slot: str) -> str:
+    """The specialist prompt for a routed specialist (it does the slot agent's job)."""
+    return (
+        f"You are the specialist for '{task_type}' questions in this team, taking the place of "
+        f"{slot} for the questions routed to you: do {slot}'s job as described below. Use your "
+        "assigned skills only when their applicability matches this question. If something "
+        "blocks you (missing evidence, conflicting responses), say so explicitly so the next "
+        "agent keeps the boundaries clear."
+    )
+
+
 def boundary_note(task_type: str, reasons: Sequence[str]) -> str:
     """The boundary appendix: the agent's primary task region and what to hand on."""
     listed = ", ".join(sorted(set(reasons))) or "retained evidence"
@@ -69,10 +86,28 @@ def boundary_note(task_type: str, reasons: Sequence[str]) -> str:
 
 
 def runs_for(member: TeamMember, task_type: str) -> bool:
-    """Seeds always run; a specialist runs for its targets (and always when tau is `all`)."""
+    """Seeds always run; an inserted specialist runs for its targets (and always when tau is
+    `all`); a routed specialist runs only when the router picks it (`running_members`)."""
+    if member.slot is not None:
+        return False
     return (
         member.seed or not member.targets or task_type == ALL_TYPES or task_type in member.targets
     )
+
+
+def running_members(
+    members: Sequence[TeamMember], task_type: str, routed: Mapping[str, str] | None = None
+) -> list[TeamMember]:
+    """The members that run a question of `task_type`, in order; `routed` maps a slot (seed
+    agent) to the routed specialist chosen for it, which then runs in the seed's place."""
+    by_name = {m.name: m for m in members}
+    out = []
+    for member in members:
+        if not runs_for(member, task_type):
+            continue
+        chosen = by_name.get((routed or {}).get(member.name, member.name), member)
+        out.append(chosen if chosen.slot == member.name else member)
+    return out
 
 
 def insert_before_final(members: Sequence[TeamMember], new: TeamMember) -> list[TeamMember]:
@@ -88,25 +123,27 @@ def build_team(
     libraries: Mapping[str, SkillLibrary],
     task_type: str,
     role_suffix: str = "",
+    routed: Mapping[str, str] | None = None,
 ) -> TeamSpec:
-    """The team that runs one question: the members that run for `task_type`, in order, each
-    with its (selected) library; `role_suffix` is appended to the role of every agent that was
-    given skills (the `Skills used:` request)."""
+    """The team that runs one question: the members that run for `task_type` (with the routed
+    specialists of `routed` in their slots), in order, each with its (selected) library;
+    `role_suffix` is appended to the role of every agent that was given skills (the
+    `Skills used:` request)."""
     agents = []
-    for member in members:
-        if not runs_for(member, task_type):
-            continue
+    for member in running_members(members, task_type, routed):
         library = libraries.get(member.name, SkillLibrary.empty(member.name))
         suffix = f"\n\n{role_suffix}" if role_suffix and library.skills else ""
         note = f"\n\n{member.boundary}" if member.boundary else ""
-        if member.seed:
-            spec = seed_team.agent(member.name)
+        if member.seed or member.slot is not None:
+            spec = seed_team.agent(member.slot or member.name)
+            lead = f"{member.role}\n\n" if member.slot is not None else ""
             agents.append(
                 spec.model_copy(
                     update={
-                        "role": spec.role + note + suffix,
+                        "name": member.name,
+                        "role": lead + spec.role + note + suffix,
                         "role_by_kind": {
-                            k: v + note + suffix for k, v in spec.role_by_kind.items()
+                            k: lead + v + note + suffix for k, v in spec.role_by_kind.items()
                         },
                         "library": library,
                     }

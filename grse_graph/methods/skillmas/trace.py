@@ -124,6 +124,10 @@ class VerifiedTrace(BaseModel):
     action_trace: list[str] = Field(default_factory=list)
     error_message: str = ""
     summary: str = ""
+    local: dict[str, bool] = Field(
+        default_factory=dict,
+        description="executor-local verified outcome by agent, where a verifier applies",
+    )
 
 
 def task_type_of(category: str | None, mode: str) -> str:
@@ -146,6 +150,7 @@ def build_trace(
     task_type: str,
     signals: Sequence[StepSignals],
     tool_budget: int,
+    local: Mapping[str, bool] | None = None,
 ) -> VerifiedTrace:
     """The verified trace of one rollout: success = F1 >= 0.5 (reward when the task has no F1),
     steps = task-tool calls, maxSteps = the agents' tool budget (None when 0), error message =
@@ -197,4 +202,5 @@ def build_trace(
             f"Q: {_clip(question, 120)} | gold: {_clip(gold, 60)} | "
             f"pred: {_clip(rollout.answer, 60)} | F1 {score:.2f}"
         ),
+        local=dict(local or {}),
     )

@@ -11,7 +11,12 @@ from pydantic import BaseModel
 
 from grse_graph.llm.tokens import CountsTokens
 from grse_graph.methods.base import PlanInputs
-from grse_graph.methods.operators import evolve
+from grse_graph.methods.operators import (
+    MemorisationCheck,
+    evolve,
+    operator_guidance,
+    training_inputs,
+)
 from grse_graph.methods.operators.consolidate import links_since_consolidation
 from grse_graph.methods.operators.schema import EvolutionResult
 
@@ -34,6 +39,17 @@ def agent_context(ctx: TrainingContext) -> dict[str, str]:
         agent.name: f"Task: {task}.\nRole of this agent:\n{agent.role.strip()}"
         for agent in ctx.team.agents
     }
+
+
+def memorisation_check(ctx: TrainingContext, iteration: int) -> MemorisationCheck:
+    """The memorisation check over the questions the run trained on in iterations 1..t (their
+    text, gold answers and passages or conversation); the agents' role and task text and the
+    task guidance may be repeated freely. Blocking (renders contexts): run it off the loop."""
+    plans = [ctx.plan_of(t).result for t in range(1, iteration + 1)]
+    qids = list(dict.fromkeys(q for plan in plans for q in plan.question_ids))
+    allowed = [*agent_context(ctx).values(), operator_guidance(ctx.task)]
+    inputs = training_inputs(ctx.task, [ctx.question(q) for q in qids], allowed)
+    return MemorisationCheck.of(inputs)
 
 
 class EvolutionStage:
@@ -107,6 +123,8 @@ class EvolutionStage:
                 operators=spec.operators,
                 utility_rule=ctx.method.utility_rule(),
                 agent_context=agent_context(ctx),
+                task_guidance=operator_guidance(ctx.task),
+                memorisation=await asyncio.to_thread(memorisation_check, ctx, iteration),
                 token_counter=(
                     ctx.provider.token_counter("optimizer")
                     if isinstance(ctx.provider, CountsTokens)

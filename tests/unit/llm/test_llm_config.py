@@ -128,15 +128,22 @@ def test_structured_method_defaults_to_function_calling_and_is_set_per_role(
     }
     toml = tmp_path / "grse.toml"
     toml.write_text('[optimizer]\nstructured_method = "json_prompt"\n', encoding="utf-8")
-    config = load_config(toml, env={"GRSE_CRITIC_STRUCTURED_METHOD": "json_prompt"})
-    assert config.critic.structured_method == "json_prompt"
+    config = load_config(toml, env={"GRSE_CRITIC_STRUCTURED_METHOD": "json_object"})
+    assert config.critic.structured_method == "json_object"
     assert config.optimizer.structured_method == "json_prompt"
     assert config.actor.structured_method == "function_calling"
 
 
+def test_schemas_are_narrowed_unless_a_role_turns_it_off() -> None:
+    assert load_config(env={}).critic.narrowed_schemas is True
+    plain = load_config(env={"GRSE_CRITIC_NARROWED_SCHEMAS": "false"})
+    assert plain.critic.narrowed_schemas is False
+    assert plain.optimizer.narrowed_schemas is True
+
+
 def test_unknown_structured_method_names_key_and_source() -> None:
     with pytest.raises(ConfigError) as raised:
-        load_config(env={"GRSE_CRITIC_STRUCTURED_METHOD": "json_schema"})
+        load_config(env={"GRSE_CRITIC_STRUCTURED_METHOD": "xml_tags"})
     message = str(raised.value)
     assert "critic.structured_method" in message
     assert "GRSE_CRITIC_STRUCTURED_METHOD" in message

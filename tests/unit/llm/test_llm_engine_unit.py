@@ -21,13 +21,12 @@ def _settings(tmp_path: Path, **values: object) -> EngineSettings:
     return EngineSettings(cache_dir=tmp_path, **values)  # type: ignore[arg-type]
 
 
-def test_auto_prefers_llama_server_on_path(tmp_path: Path) -> None:
-    choice = choose_engine(
-        _settings(tmp_path),
-        which=lambda name: "/opt/bin/llama-server" if name == "llama-server" else None,
-        python_available=lambda: True,
-    )
-    assert choice == EngineChoice("llama-server", "/opt/bin/llama-server")
+def test_auto_prefers_llama_cpp_python_over_llama_server_on_path(tmp_path: Path) -> None:
+    on_path = lambda name: "/opt/bin/llama-server" if name == "llama-server" else None  # noqa: E731
+    choice = choose_engine(_settings(tmp_path), which=on_path, python_available=lambda: True)
+    assert choice.name == "llama-cpp-python"
+    fallback = choose_engine(_settings(tmp_path), which=on_path, python_available=lambda: False)
+    assert fallback == EngineChoice("llama-server", "/opt/bin/llama-server")
 
 
 def test_auto_falls_back_to_llama_cpp_python(tmp_path: Path) -> None:

@@ -174,7 +174,7 @@ def test_json_prompt_reply_without_json_is_repaired() -> None:
 
 
 def test_json_prompt_still_invalid_after_repair_raises_one_line_error() -> None:
-    model = _json_model(["no json here", '{"label": "ok",\n "score": 3'])
+    model = _json_model(["no json here", '{"label": "ok",\n "score": '])
     with pytest.raises(StructuredOutputError) as raised:
         structured_call(model, Verdict, QUESTION)
     message = str(raised.value)
@@ -195,8 +195,8 @@ def test_json_prompt_async_repairs_and_fails_like_the_sync_call() -> None:
 
 
 def test_unknown_method_in_metadata_is_a_config_error() -> None:
-    model = ScriptedChatModel(["{}"], metadata={STRUCTURED_METHOD_KEY: "json_schema"})
-    with pytest.raises(ConfigError, match="json_schema"):
+    model = ScriptedChatModel(["{}"], metadata={STRUCTURED_METHOD_KEY: "xml_tags"})
+    with pytest.raises(ConfigError, match="xml_tags"):
         structured_call(model, Verdict, QUESTION)
     assert model.calls == []
 

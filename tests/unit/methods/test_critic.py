@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from grse_graph.llm.structured import (
+    NARROWED_SCHEMAS_KEY,
+    STRUCTURED_METHOD_KEY,
+    json_request,
+    wants_narrowed_schema,
+)
 from grse_graph.methods.grse import prompts
 from grse_graph.methods.grse.checks import CheckContext
 from grse_graph.methods.grse.critic import GroupCritic, dedupe_credits, group_vocabulary
@@ -317,3 +324,37 @@ def test_a_critic_that_cannot_diagnose_a_failing_group_keeps_its_credits() -> No
     assert result.structured and result.diagnoses == []
     assert [(c.agent, c.skill_id) for c in result.credits] == [("reader", "extract")]
     assert result.diagnosis_error and len(model.calls) == 3
+
+
+def test_a_prompt_shown_schema_is_the_plain_one_a_grammar_gets_the_narrowed_one() -> None:
+    reply = json.dumps(
+        {
+            "credits": [_args(credit())],
+            "agent_feedback": [],
+            "diagnoses": [_args(diagnosis())],
+        }
+    )
+    model = ScriptedChatModel([reply], metadata={STRUCTURED_METHOD_KEY: "json_prompt"})
+    critic = GroupCritic(FakeProvider({"critic": model}))
+    result = asyncio.run(critic.critique(question(), LIBS, ROLLOUTS, [1.0, -1.0]))
+    assert [d.status for d in result.diagnoses] == ["accepted"]
+    shown = model.calls[0][-1].text
+    # The plain schema is shown (the payload itself names the skills and steps), not the
+    # narrowed one, whose per-agent variants only pay off where a grammar enforces them.
+    assert shown == json_request(critic_output_schema(True, None))
+    narrowed = json_request(
+        critic_output_schema(True, group_vocabulary(CheckContext.build(ROLLOUTS, {})))
+    )
+    assert len(narrowed) > len(shown)
+
+
+def test_a_role_without_narrowed_schemas_gets_the_plain_schema_in_its_forced_call() -> None:
+    plain = ScriptedChatModel(
+        [output(diagnoses=[diagnosis()])], metadata={NARROWED_SCHEMAS_KEY: False}
+    )
+    narrowed = ScriptedChatModel([output(diagnoses=[diagnosis()])])
+    for model in (plain, narrowed):
+        critic = GroupCritic(FakeProvider({"critic": model}))
+        result = asyncio.run(critic.critique(question(), LIBS, ROLLOUTS, [1.0, -1.0]))
+        assert [d.status for d in result.diagnoses] == ["accepted"]
+    assert wants_narrowed_schema(narrowed) and not wants_narrowed_schema(plain)

@@ -178,17 +178,19 @@ def test_induce_at_most_one_per_agent_by_default_best_support_first() -> None:
 
 
 def test_induce_from_agent_feedback_needs_a_missing_capability_also_unstructured() -> None:
-    libs = {"answerer": library("answerer")}
+    # With a skill to refine, feedback asks for a new skill only when it names a capability
+    # (an empty library induces from any feedback: tests/unit/methods/test_induction.py).
+    libs = {"answerer": library("answerer", skill("a"))}
     vague = AgentEvidence(agent="answerer", items=["too long"], question_ids=["q1"])
     agg = AggregationResult(structured=False, agent_evidence=[vague])
     ctx, model, _ = ctx_with([draft(name="short answers")])
     out, _ = asyncio.run(induce(libs, agg, ctx))
     # w/o structure keeps the critic's agent feedback as is: no capability, no induce attempt.
-    assert out["answerer"].names() == [] and not model.calls
+    assert out["answerer"].names() == ["a"] and not model.calls
     named = vague.model_copy(update={"missing_capabilities": ["short answers"]})
     ctx, _, _ = ctx_with([draft(name="short answers")])
     out, _ = asyncio.run(induce(libs, agg.model_copy(update={"agent_evidence": [named]}), ctx))
-    assert out["answerer"].names() == ["short-answers"]
+    assert out["answerer"].names() == ["a", "short-answers"]
 
 
 # ----- consolidate --------------------------------------------------------------------------

@@ -51,6 +51,9 @@ class TinyTask:
     def render_input(self, question: TaskQuestion) -> str:
         return f"Question: {question.question}"
 
+    def render_full_context(self, question: TaskQuestion) -> str:
+        return ""
+
     def agent_tools(
         self, question: TaskQuestion, agent_name: str, position: int | None = None
     ) -> list[BaseTool]:

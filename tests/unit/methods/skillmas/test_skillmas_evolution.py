@@ -245,3 +245,25 @@ def test_split_skill_adds_a_narrower_shadow_skill_and_narrows_the_parent() -> No
     asyncio.run(create(w, evidence(traces, [tighten]), FakeProvider(answer)))
     assert w.libraries["reasoner"].names() == ["colours"]  # in place, no new skill
     assert [a.kind for a in w.actions] == ["tighten"]
+
+
+def test_pool_disables_after_failed_evaluations_and_keeps_tallies_of_waiting_skills() -> None:
+    copy = Skill.build(
+        name="colours-r1", description="C.", body=SKILL_BODY, metadata={ORIGIN_KEY: "evolution"}
+    )
+    waiting = Skill.build(
+        name="waits", description="W.", body=SKILL_BODY, metadata={ORIGIN_KEY: "evolution"}
+    )
+    w = work([copy, waiting])
+    w.status = {"reasoner": {"colours-r1": "shadow", "waits": "shadow"}}
+    w.parents = {"reasoner/colours-r1": "reasoner/colours"}
+    uses = [trace(f"u{i}", False, used=["colours-r1"]) for i in range(3)]
+    uses.append(trace("w", True, used=["waits"]))
+    evaluate_pool(w, uses, 3, 0.6, counting="cumulative", disable_after=1)
+    assert [(d.skill, d.decision) for d in w.pool] == [("colours-r1", "disable"), ("waits", "hold")]
+    assert w.libraries["reasoner"].names() == ["waits"]
+    assert w.status["reasoner"]["colours-r1"] == "disabled" and w.parents == {}
+    assert set(w.tallies) == {"reasoner/waits"} and w.tallies["reasoner/waits"].uses == 1
+    evaluate_pool(w, uses[-1:] * 2, 3, 0.6, counting="cumulative", disable_after=1)
+    assert w.pool[-1].decision == "promote" and w.pool[-1].uses == 3  # 1 + 2, cumulative
+    assert w.tallies == {}

@@ -1,0 +1,363 @@
+"""The structured call: the chosen method's request, a reply received whole or streamed under a
+repetition watch, lenient parsing and validation, one repair round, then an error."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncGenerator, Generator, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from grse_graph.errors import RunawayGenerationStopped, StructuredOutputError
+from grse_graph.llm.config import StructuredMethod
+from grse_graph.llm.refusals import refusals_translated
+from grse_graph.llm.structured.base import MAX_SHOWN_CHARS, MethodRequest, StructuredOutputMethod
+from grse_graph.llm.structured.budget import schema_token_budget
+from grse_graph.llm.structured.lenient import parse_json_object
+from grse_graph.llm.structured.registry import METHODS, structured_method
+from grse_graph.llm.structured.repetition import Repetition, RepetitionLimits, RepetitionWatch
+
+T = TypeVar("T", bound=BaseModel)
+
+STRUCTURED_STREAM_KEY = "grse_structured_stream"
+"""Key of the model ``metadata`` entry that makes structured replies stream under a repetition
+watch (`grse_graph.llm.config.RoleSettings.structured_stream`)."""
+
+_log = logging.getLogger(__name__)
+
+
+class StructuredAttempt(BaseModel):
+    """One request of a structured call, as the caller (and `benchmarks/structured.py`) sees it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    method: StructuredMethod
+    valid: bool
+    problem: str = ""
+    lenient_repair: str = ""
+    """Which lenient repair made the JSON parse ("" none, "literals", "closed")."""
+    runaway: str = ""
+    """Why the stream was stopped early ("" when it was not)."""
+    streamed_chunks: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class StructuredOutcome(Generic[T]):
+    """The object (None when every attempt failed), the attempts, and the final error."""
+
+    value: T | None
+    attempts: tuple[StructuredAttempt, ...]
+    error: StructuredOutputError | None = None
+
+    def unwrap(self) -> T:
+        """The object, or raise the error."""
+        if self.value is None:
+            assert self.error is not None
+            raise self.error
+        return self.value
+
+
+@dataclass(frozen=True)
+class _Reply:
+    message: AIMessage | None
+    repetition: Repetition | None = None
+    chunks: int = 0
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _streams(model: BaseChatModel) -> bool:
+    metadata = getattr(model, "metadata", None)
+    return isinstance(metadata, dict) and bool(metadata.get(STRUCTURED_STREAM_KEY))
+
+
+def cap_parameters(model: BaseChatModel, schema: type[BaseModel]) -> dict[str, Any]:
+    """Request parameters lowering the reply cap to `schema_token_budget` when the schema is
+    bounded and the model's own cap is larger (or unset); empty otherwise."""
+    budget = schema_token_budget(schema)
+    if budget is None:
+        return {}
+    current = getattr(model, "max_tokens", None)
+    if isinstance(current, int) and current <= budget:
+        return {}
+    parameters: dict[str, Any] = {"max_tokens": budget}
+    extra = getattr(model, "extra_body", None)
+    if isinstance(extra, dict) and "max_tokens" in extra:
+        # The roles also send the cap in the body for servers that ignore the OpenAI field.
+        parameters["extra_body"] = {**extra, "max_tokens": budget}
+    return parameters
+
+
+def _chunk_text(chunk: AIMessageChunk) -> str:
+    arguments = "".join(str(piece.get("args") or "") for piece in chunk.tool_call_chunks)
+    return chunk.text + arguments
+
+
+def _merge(message: AIMessageChunk | None, chunk: AIMessageChunk) -> AIMessageChunk:
+    return chunk if message is None else message + chunk
+
+
+def _runaway_message(model: BaseChatModel, repetition: Repetition) -> str:
+    role = (getattr(model, "metadata", None) or {}).get("grse_role", "model")
+    return f"{role} reply stopped early: {repetition.describe()}"
+
+
+def _stream_sync(
+    request: MethodRequest,
+    history: list[BaseMessage],
+    limits: RepetitionLimits,
+    parameters: dict[str, Any],
+) -> _Reply:
+    watch = RepetitionWatch(limits)
+    stream = cast(
+        Generator[AIMessageChunk, None, None], request.model.stream(history, **parameters)
+    )
+    message: AIMessageChunk | None = None
+    chunks = 0
+    try:
+        for chunk in stream:
+            chunks += 1
+            message = _merge(message, chunk)
+            repetition = watch.feed(_chunk_text(chunk))
+            if repetition is not None:
+                # Thrown into the model's own stream: its callbacks (the usage ledger) see it.
+                with suppress(RunawayGenerationStopped):
+                    stream.throw(
+                        RunawayGenerationStopped(_runaway_message(request.model, repetition))
+                    )
+                return _Reply(message, repetition, chunks)
+    finally:
+        stream.close()
+    return _Reply(message, None, chunks)
+
+
+async def _stream_async(
+    request: MethodRequest,
+    history: list[BaseMessage],
+    limits: RepetitionLimits,
+    parameters: dict[str, Any],
+) -> _Reply:
+    watch = RepetitionWatch(limits)
+    stream = cast(
+        AsyncGenerator[AIMessageChunk, None], request.model.astream(history, **parameters)
+    )
+    message: AIMessageChunk | None = None
+    chunks = 0
+    try:
+        async for chunk in stream:
+            chunks += 1
+            message = _merge(message, chunk)
+            repetition = watch.feed(_chunk_text(chunk))
+            if repetition is not None:
+                with suppress(RunawayGenerationStopped):
+                    await stream.athrow(
+                        RunawayGenerationStopped(_runaway_message(request.model, repetition))
+                    )
+                return _Reply(message, repetition, chunks)
+    finally:
+        await stream.aclose()
+    return _Reply(message, None, chunks)
+
+
+def _validation_problem(error: ValidationError) -> str:
+    details = "; ".join(
+        f"{'.'.join(str(part) for part in item['loc']) or '(object)'}: {item['msg']}"
+        for item in error.errors()
+    )
+    return _one_line(f"{error.error_count()} validation error(s): {details}")
+
+
+@dataclass(frozen=True)
+class _Read(Generic[T]):
+    parsed: T | None
+    attempt: StructuredAttempt
+    shown: str
+
+
+def _read(
+    method: StructuredOutputMethod, schema: type[T], reply: _Reply, seconds: float
+) -> _Read[T]:
+    def failed(problem: str, shown: str, repair: str = "") -> _Read[T]:
+        attempt = StructuredAttempt(
+            method=method.name,
+            valid=False,
+            problem=_one_line(problem),
+            lenient_repair=repair,
+            runaway=reply.repetition.describe() if reply.repetition else "",
+            streamed_chunks=reply.chunks,
+            seconds=seconds,
+        )
+        return _Read(None, attempt, shown[:MAX_SHOWN_CHARS])
+
+    if reply.message is None:
+        return failed("the model returned nothing", "(empty reply)")
+    text = method.reply_text(reply.message, schema)
+    if reply.repetition is not None:
+        # Shown once, not with every copy: the model needs to see the loop, not relive it.
+        extra_copies = (reply.repetition.repeats - 1) * reply.repetition.period
+        once = text.json_text[: max(0, len(text.json_text) - extra_copies)]
+        return failed(
+            f"the reply was stopped because {reply.repetition.describe()}; give each item once",
+            once + " ... (stopped here)",
+        )
+    found = parse_json_object(text.json_text)
+    if found.value is None:
+        no_object = found.problem == "the reply contains no JSON object"
+        problem = (
+            text.problem_without_json if no_object and text.problem_without_json else found.problem
+        )
+        return failed(problem, text.shown)
+    try:
+        parsed = schema.model_validate(found.value)
+    except ValidationError as error:
+        return failed(_validation_problem(error), text.shown, found.repair)
+    attempt = StructuredAttempt(
+        method=method.name,
+        valid=True,
+        lenient_repair=found.repair,
+        streamed_chunks=reply.chunks,
+        seconds=seconds,
+    )
+    return _Read(parsed, attempt, "")
+
+
+def _repair_messages(
+    schema: type[BaseModel], read: _Read[Any], ask_again: str
+) -> list[BaseMessage]:
+    return [
+        AIMessage(content=read.shown),
+        HumanMessage(
+            content=(
+                f"That output is not a valid {schema.__name__}: {read.attempt.problem}\n{ask_again}"
+            )
+        ),
+    ]
+
+
+class _Call(Generic[T]):
+    """The state of one structured call across its attempts."""
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        schema: type[T],
+        messages: Sequence[BaseMessage],
+        method: StructuredMethod | None,
+    ) -> None:
+        self.schema = schema
+        self.method = METHODS[method or structured_method(model)]
+        self.request = self.method.request(model, schema, messages)
+        self.parameters = {**self.request.parameters, **cap_parameters(model, schema)}
+        self.streamed = _streams(model)
+        self.history = list(self.request.opening)
+        self.attempts: list[StructuredAttempt] = []
+
+    def record(self, reply: _Reply, started: float, more: bool) -> T | None:
+        read = _read(self.method, self.schema, reply, time.perf_counter() - started)
+        self.attempts.append(read.attempt)
+        if read.attempt.runaway:
+            _log.warning("%s: %s", self.schema.__name__, read.attempt.runaway)
+        if read.parsed is None and more:
+            self.history.extend(
+                _repair_messages(self.schema, read, self.method.ask_again(self.schema))
+            )
+        return read.parsed
+
+    def outcome(self, value: T | None, max_repairs: int) -> StructuredOutcome[T]:
+        if value is not None:
+            return StructuredOutcome(value, tuple(self.attempts))
+        problem = self.attempts[-1].problem if self.attempts else "no attempt"
+        error = StructuredOutputError(
+            f"{self.schema.__name__}: no valid output after {max_repairs + 1} attempt(s): {problem}"
+        )
+        return StructuredOutcome(None, tuple(self.attempts), error)
+
+
+def structured_outcome(
+    model: BaseChatModel,
+    schema: type[T],
+    messages: Sequence[BaseMessage],
+    *,
+    max_repairs: int = 1,
+    method: StructuredMethod | None = None,
+    limits: RepetitionLimits | None = None,
+) -> StructuredOutcome[T]:
+    """`structured_call` that returns every attempt instead of raising (``method`` None: the one
+    in the model's metadata)."""
+    call = _Call(model, schema, messages, method)
+    for number in range(max_repairs + 1):
+        started = time.perf_counter()
+        with refusals_translated():
+            if call.streamed:
+                reply = _stream_sync(
+                    call.request, call.history, limits or RepetitionLimits(), call.parameters
+                )
+            else:
+                reply = _Reply(
+                    _as_message(call.request.model.invoke(call.history, **call.parameters))
+                )
+        value = call.record(reply, started, number < max_repairs)
+        if value is not None:
+            return call.outcome(value, max_repairs)
+    return call.outcome(None, max_repairs)
+
+
+async def astructured_outcome(
+    model: BaseChatModel,
+    schema: type[T],
+    messages: Sequence[BaseMessage],
+    *,
+    max_repairs: int = 1,
+    method: StructuredMethod | None = None,
+    limits: RepetitionLimits | None = None,
+) -> StructuredOutcome[T]:
+    """Async `structured_outcome`."""
+    call = _Call(model, schema, messages, method)
+    for number in range(max_repairs + 1):
+        started = time.perf_counter()
+        with refusals_translated():
+            if call.streamed:
+                reply = await _stream_async(
+                    call.request, call.history, limits or RepetitionLimits(), call.parameters
+                )
+            else:
+                reply = _Reply(
+                    _as_message(await call.request.model.ainvoke(call.history, **call.parameters))
+                )
+        value = call.record(reply, started, number < max_repairs)
+        if value is not None:
+            return call.outcome(value, max_repairs)
+    return call.outcome(None, max_repairs)
+
+
+def _as_message(result: object) -> AIMessage | None:
+    return result if isinstance(result, AIMessage) else None
+
+
+def structured_call(
+    model: BaseChatModel, schema: type[T], messages: Sequence[BaseMessage], *, max_repairs: int = 1
+) -> T:
+    """Ask ``model`` for a ``schema`` object with the method in its metadata (default: a forced
+    function call; see `grse_graph.llm.structured`).
+
+    On a parse or validation failure (or a reply stopped for repeating itself) the bad output
+    and the problem are appended and the model is asked again, up to ``max_repairs`` times; then
+    `StructuredOutputError` names the schema and the last problem. Never a default object.
+    """
+    return structured_outcome(model, schema, messages, max_repairs=max_repairs).unwrap()
+
+
+async def astructured_call(
+    model: BaseChatModel, schema: type[T], messages: Sequence[BaseMessage], *, max_repairs: int = 1
+) -> T:
+    """Async `structured_call`."""
+    return (await astructured_outcome(model, schema, messages, max_repairs=max_repairs)).unwrap()

@@ -1,0 +1,149 @@
+"""Read one JSON object out of a model's text, forgiving the usual small-model slips.
+
+Tried in order, the first that yields a JSON object wins: every balanced top-level ``{...}`` as
+it is (prose around it and code fences are ignored); the same with Python literals
+(``True``/``False``/``None``) and trailing commas fixed; then a truncated last object (the reply
+hit its token cap) with its missing closing brackets added, when it was cut after a complete
+value. Validation against the schema comes after this and decides whether the object is usable
+(a truncated object missing a required field fails there).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_PYTHON_LITERALS = {"True": "true", "False": "false", "None": "null"}
+_WORD = re.compile(r"[A-Za-z_]+")
+_CLOSERS = {"{": "}", "[": "]"}
+
+
+@dataclass(frozen=True)
+class LenientJson:
+    """The object found (None when there is none), the problem otherwise, and which repair
+    (``""``, ``"literals"``, ``"closed"``) made it parse."""
+
+    value: dict[str, Any] | None
+    problem: str
+    repair: str = ""
+
+
+def _scan(text: str, start: int) -> tuple[int | None, list[str], bool]:
+    """From the ``{`` at ``start``: (end index of the balanced object or None, the brackets
+    still open at the end of ``text``, whether the text ends inside a string)."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for index in range(start, len(text)):
+        char = text[index]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in _CLOSERS:
+            stack.append(char)
+        elif char in "}]":
+            if not stack:
+                return index, [], False
+            stack.pop()
+            if not stack:
+                return index, [], False
+    return None, stack, in_string
+
+
+def object_spans(text: str) -> tuple[list[str], str | None]:
+    """Every balanced top-level ``{...}`` in order, and the unclosed one at the end (or None)."""
+    spans: list[str] = []
+    position = text.find("{")
+    while position != -1:
+        end, _, _ = _scan(text, position)
+        if end is None:
+            return spans, text[position:]
+        spans.append(text[position : end + 1])
+        position = text.find("{", end + 1)
+    return spans, None
+
+
+def _outside_strings(text: str, fix: Any) -> str:
+    """Apply ``fix`` to the stretches of ``text`` that are not inside JSON strings."""
+    pieces: list[str] = []
+    stretch_start = 0
+    in_string = escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+                pieces.append(text[stretch_start : index + 1])
+                stretch_start = index + 1
+        elif char == '"':
+            pieces.append(fix(text[stretch_start:index]))
+            stretch_start = index
+            in_string = True
+    tail = text[stretch_start:]
+    pieces.append(tail if in_string else fix(tail))
+    return "".join(pieces)
+
+
+def _fix_literals_and_commas(code: str) -> str:
+    code = _WORD.sub(lambda match: _PYTHON_LITERALS.get(match.group(0), match.group(0)), code)
+    return re.sub(r",(\s*[}\]])", r"\1", code)
+
+
+def _loads_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _closed(truncated: str) -> str | None:
+    """The truncated object with its closing brackets added, or None when it was cut inside a
+    string or a value (then a field would be silently shortened or lost)."""
+    fixed = _outside_strings(truncated, _fix_literals_and_commas).rstrip()
+    _, stack, in_string = _scan(fixed, 0)
+    if in_string or not stack:
+        return None
+    body = fixed[:-1].rstrip() if fixed.endswith(",") else fixed
+    if not body or body[-1] not in '"}]0123456789el{[':
+        return None  # ends in a colon or a partial literal
+    return body + "".join(_CLOSERS[opener] for opener in reversed(stack))
+
+
+def parse_json_object(text: str) -> LenientJson:
+    """The first JSON object in ``text`` (see the module docstring for what is forgiven)."""
+    spans, unclosed = object_spans(text)
+    if not spans and unclosed is None:
+        return LenientJson(None, "the reply contains no JSON object")
+    first_problem = ""
+    for span in spans:
+        try:
+            value = json.loads(span)
+        except json.JSONDecodeError as error:
+            first_problem = first_problem or f"the reply is not valid JSON: {error}"
+            continue
+        if isinstance(value, dict):
+            return LenientJson(value, "")
+    for span in spans:
+        value = _loads_object(_outside_strings(span, _fix_literals_and_commas))
+        if value is not None:
+            return LenientJson(value, "", repair="literals")
+    if unclosed is not None:
+        closed = _closed(unclosed)
+        value = _loads_object(closed) if closed is not None else None
+        if value is not None:
+            return LenientJson(value, "", repair="closed")
+        first_problem = first_problem or (
+            "the reply is not valid JSON: the object is cut off before its end"
+        )
+    return LenientJson(None, first_problem or "the reply contains no JSON object")

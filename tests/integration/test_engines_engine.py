@@ -1,0 +1,253 @@
+"""Every engine the project can start, with the small model: chat, structured output, a tool
+call, ``n`` samples, prefix reuse from the engine's own report, and no engine left behind when
+the parent process is killed.
+
+llama-server runs only when `grse engine build` (or a configured path / PATH) provides it;
+otherwise its tests skip with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.tools import tool
+from pydantic import BaseModel
+
+from grse_graph.errors import EngineError
+from grse_graph.llm.accounting import UsageLedger
+from grse_graph.llm.config import EngineSettings, StructuredMethod, default_cache_dir, load_config
+from grse_graph.llm.engine import ConcreteEngine, LocalEngine, choose_engine, honours_n
+from grse_graph.llm.roles import ModelRoles
+from grse_graph.llm.structured import structured_call
+
+pytestmark = pytest.mark.engine
+
+ENGINES: list[ConcreteEngine] = ["llama-cpp-python", "llama-server"]
+NOT_BUILT = "llama-server not built: run grse engine build"
+SAMPLES = 4
+# The schema-enforcing structured method of each engine (llama-cpp-python rejects json_schema;
+# a small model cannot be relied on for the schema-in-prompt default).
+ENFORCED_METHOD: dict[ConcreteEngine, StructuredMethod] = {
+    "llama-cpp-python": "function_calling",
+    "llama-server": "json_schema",
+}
+# SmolLM2's chat template has no tools: on llama-server (--jinja) it answers in prose, so the
+# tool call runs on the default model (Qwen2.5-Coder, whose template has tool calls) there.
+TOOL_MODEL: dict[ConcreteEngine, str] = {"llama-cpp-python": "small", "llama-server": "default"}
+
+
+def _settings(engine: ConcreteEngine, model: str = "small") -> EngineSettings:
+    settings = EngineSettings(
+        model=model, engine=engine, n_ctx=4096, threads=2, cache_dir=default_cache_dir()
+    )
+    try:
+        choose_engine(settings)
+    except EngineError as error:
+        if engine == "llama-server":
+            pytest.skip(NOT_BUILT)
+        pytest.fail(f"cannot choose {engine}: {error}", pytrace=False)
+    return settings
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def engine(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalEngine]:
+    """One running engine per parameter (pytest stops one before starting the next)."""
+    settings = _settings(request.param)
+    log = tmp_path_factory.mktemp(f"engine-{request.param}") / "engine.log"
+    with LocalEngine(settings, log_path=log) as running:
+        yield running
+
+
+def _roles(engine: LocalEngine, overrides: dict[str, object] | None = None) -> ModelRoles:
+    config = load_config(env={}, overrides=overrides)
+    return ModelRoles(config, UsageLedger(), engine_url=engine.base_url)
+
+
+def _long_prefix(topic: str, sentences: int = 60) -> str:
+    """About 1,000 tokens of deterministic text."""
+    return " ".join(
+        f"Fact {i} about {topic}: the {topic} archive lists item {i * 7} "
+        f"as stored in room {i % 13}."
+        for i in range(sentences)
+    )
+
+
+class City(BaseModel):
+    """A city and the country it is in."""
+
+    name: str
+    country: str
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather for a city."""
+    return f"sunny in {city}"
+
+
+def test_chat_completion(engine: LocalEngine) -> None:
+    roles = _roles(engine)
+    reply = roles.chat("actor", max_tokens=24).invoke(
+        [HumanMessage(content="Say hello in one short sentence.")]
+    )
+    assert isinstance(reply.content, str) and reply.content.strip()
+    usage = roles.ledger.report().role("actor")
+    assert usage.calls == 1 and usage.failures == 0
+    assert usage.prompt_tokens > 0 and 0 < usage.completion_tokens <= 24
+
+
+def test_structured_output_into_a_pydantic_model(engine: LocalEngine) -> None:
+    roles = _roles(engine, {"critic.structured_method": ENFORCED_METHOD[engine.engine_name]})
+    city = structured_call(
+        roles.chat("critic", max_tokens=64),
+        City,
+        [HumanMessage(content="Paris is the capital of France. Report the city and its country.")],
+    )
+    assert isinstance(city, City)
+    assert city.name.strip() and city.country.strip()
+
+
+TOOL_CALL_ENGINES = [
+    "llama-cpp-python",
+    pytest.param(
+        "llama-server",
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="measured: llama-server --jinja with Qwen2.5-Coder answers the call as JSON "
+            "text in content, not tool_calls (also GUIDE §5)",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("name", TOOL_CALL_ENGINES)
+def test_tool_call(name: ConcreteEngine, tmp_path: Path) -> None:
+    settings = _settings(name, TOOL_MODEL[name])
+    with LocalEngine(settings, log_path=tmp_path / "engine.log") as engine:
+        model = _roles(engine).chat("actor", max_tokens=64).bind_tools([get_weather])
+        reply = model.invoke(
+            [
+                SystemMessage(content="You answer weather questions by calling get_weather."),
+                HumanMessage(content="What is the weather in Paris?"),
+            ]
+        )
+    assert reply.tool_calls, f"no tool call on {name}: {reply.content!r}"
+    call = reply.tool_calls[0]
+    assert call["name"] == "get_weather"
+    assert isinstance(call["args"].get("city"), str)
+
+
+def test_n_samples_where_the_engine_honours_n(engine: LocalEngine) -> None:
+    body = {
+        "model": engine.model_alias,
+        "messages": [{"role": "user", "content": "Invent a name for a new colour."}],
+        "n": SAMPLES,
+        "max_tokens": 24,
+        "temperature": 1.0,
+    }
+    reply = httpx.post(f"{engine.base_url}/chat/completions", json=body, timeout=300)
+    reply.raise_for_status()
+    choices = [choice["message"]["content"] for choice in reply.json()["choices"]]
+    if honours_n(engine.engine_name):
+        assert len(choices) == SAMPLES
+        assert len(set(choices)) == SAMPLES, f"samples not distinct: {choices}"
+    else:
+        assert len(choices) == 1, "llama-cpp-python is documented to ignore n"
+
+
+def test_prefix_reuse_from_the_engines_own_report(engine: LocalEngine) -> None:
+    """Reuse read from the engine's log (both engines) and, on llama-server, from its usage
+    block and its /metrics counter as well."""
+    roles = _roles(engine)
+    model = roles.chat("actor", max_tokens=4)
+    prefix = _long_prefix("harbour")
+    before = engine.prompt_eval_stats()
+    model.invoke([SystemMessage(content=prefix), HumanMessage(content="Which room holds item 7?")])
+    middle = engine.prompt_eval_stats()
+    cached_before = roles.ledger.report().role("actor").cached_prompt_tokens
+    model.invoke([SystemMessage(content=prefix), HumanMessage(content="Which room holds item 14?")])
+    after = engine.prompt_eval_stats()
+
+    first, second = middle - before, after - middle
+    assert first.completions == 1 and second.completions == 1
+    assert first.evaluated_prompt_tokens > 900
+    assert second.reused_prompt_tokens > 900
+    assert second.evaluated_prompt_tokens < first.evaluated_prompt_tokens // 10
+    if engine.engine_name == "llama-server":
+        # llama-server also reports it in the usage block, which the ledger records.
+        cached = roles.ledger.report().role("actor").cached_prompt_tokens - cached_before
+        assert cached == second.reused_prompt_tokens
+        metrics = httpx.get(engine.base_url.removesuffix("/v1") + "/metrics", timeout=10).text
+        counter = next(
+            line for line in metrics.splitlines()
+            if line.startswith("llamacpp:prompt_tokens_cached_total ")
+        )  # fmt: skip
+        assert float(counter.split()[1]) == after.reused_prompt_tokens
+
+
+_CHILD = """
+import sys, time
+from grse_graph.llm.config import EngineSettings
+from grse_graph.llm.engine import LocalEngine
+engine = LocalEngine(EngineSettings.model_validate_json(sys.argv[1])).start()
+print(f"engine_pid: {engine.pid} {engine.engine_name}", flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
+@pytest.mark.parametrize("name", ENGINES)
+def test_killed_parent_leaves_no_engine(name: ConcreteEngine) -> None:
+    settings = _settings(name).model_copy(update={"threads": 1, "n_ctx": 1024, "n_parallel": 1})
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, settings.model_dump_json()],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    engine_pid: int | None = None
+    lines: list[str] = []
+    try:
+        assert parent.stdout is not None
+        for line in parent.stdout:
+            lines.append(line.rstrip())
+            if line.startswith("engine_pid:"):
+                pid, started = line.split()[1:3]
+                engine_pid = int(pid)
+                assert started == name
+                break
+        assert engine_pid is not None, "\n".join(lines)
+        assert _alive(engine_pid)
+
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while _alive(engine_pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(engine_pid), f"{name} {engine_pid} outlived its killed parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        if engine_pid is not None and _alive(engine_pid):
+            os.kill(engine_pid, signal.SIGKILL)
