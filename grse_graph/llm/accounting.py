@@ -127,16 +127,7 @@ class UsageReport(BaseModel):
         }
         engine: PromptEvalStats | None = None
         if self.engine is not None or other.engine is not None:
-            mine, theirs = self.engine or PromptEvalStats(), other.engine or PromptEvalStats()
-            engine = PromptEvalStats(
-                completions=mine.completions + theirs.completions,
-                evaluated_prompt_tokens=mine.evaluated_prompt_tokens
-                + theirs.evaluated_prompt_tokens,
-                reused_prompt_tokens=mine.reused_prompt_tokens + theirs.reused_prompt_tokens,
-                prompt_eval_ms=mine.prompt_eval_ms + theirs.prompt_eval_ms,
-                generated_tokens=mine.generated_tokens + theirs.generated_tokens,
-                generation_ms=mine.generation_ms + theirs.generation_ms,
-            )
+            engine = (self.engine or PromptEvalStats()) + (other.engine or PromptEvalStats())
         return UsageReport(roles=roles, engine=engine)
 
 
