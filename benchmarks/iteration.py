@@ -6,12 +6,14 @@
 A profile pins everything about how requests are made: the engine, the structured-output
 method and cap of each role, the first agent's n=G call, concurrency and the prompt layout.
 `today` is the path of commit 13618e1 (before the throughput work, with the paper's operator
-caps); `default` is what the project does now (the demo's settings); `input-first` is the
-default with the shared task input laid out first (`grse_graph.team.layout`). `--compare`
-runs `today` then `default`, each on a fresh engine, and prints per profile: wall time; the
-share of it the engine was busy; prompt tokens the engine computed vs served from its prefix
-cache (its own report); calls and tokens per role; critic outputs that failed to parse or
-validate; runaway generations stopped; and the ratio of wall times.
+caps; the per-agent critic schema pinned); `default` is what the project does now (the demo's
+settings); `input-first` is the default with the shared task input laid out first
+(`grse_graph.team.layout`). `--compare` runs `today` then `default`, each on a fresh engine,
+and prints per profile: wall time; the share of it the engine was busy; prompt tokens the
+engine computed vs served from its prefix cache (its own report); calls and tokens per role;
+critic outputs that failed to parse or validate; diagnoses accepted / repaired / dropped by the
+attribution checks; runaway generations stopped; and the ratio of wall times. `--custom
+llm.critic.schema_narrowing=flat` adds the defaults with the flat critic schema.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import run_training
 from grse_graph.training.session import load_training_task, open_endpoints
 
+DIAGNOSIS_STATUSES = ("accepted", "repaired", "dropped")
+
 
 class RequestProfile(BaseModel):
     """How one benchmarked iteration makes its requests.
@@ -65,10 +69,11 @@ class RequestProfile(BaseModel):
 TODAY = RequestProfile(
     name="today",
     description="commit 13618e1: llama-cpp-python, function calling for every structured "
-    "role, the critic shown the narrowed schema, critic cap 900",
+    "role, the critic shown the per-agent narrowed schema, critic cap 900",
     llm={
         "engine.engine": "llama-cpp-python",
         **{f"{role}.structured_method": "function_calling" for role in ("critic", "optimizer")},
+        "critic.schema_narrowing": "per_agent",
     },
     train={"first_agent_n": True, "concurrency": 4},
     grse={
@@ -209,6 +214,8 @@ def run_profile(
         for record in critiques
         if record.result is None or record.result.diagnosis_error is not None
     )
+    counts = [record.result.counts for record in critiques if record.result is not None]
+    diagnoses = tuple(sum(getattr(c, status) for c in counts) for status in DIAGNOSIS_STATUSES)
     console.print(f"  {wall:.0f} s on {engine_name}, run folder {folder}")
     return {
         "engine": engine_name,
@@ -218,6 +225,7 @@ def run_profile(
         "stats": engine_stats,
         "critic_units": len(critiques),
         "critic_invalid": invalid,
+        "diagnoses": diagnoses,
     }
 
 
@@ -267,6 +275,7 @@ def print_table(
         "critic outputs invalid / groups",
         lambda r: f"{r['critic_invalid']} / {r['critic_units']}",
     )
+    row("diagnoses accepted / repaired / dropped", lambda r: " / ".join(map(str, r["diagnoses"])))
     row(
         "structured runaway stops",
         lambda r: str(sum(r["usage"].role(role).runaway_stops for role in ("critic", "optimizer"))),

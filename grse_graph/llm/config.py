@@ -34,6 +34,10 @@ ThinkingMode = Literal["auto", "off", "on"]
 """Whether a role asks the server to disable the chat template's thinking mode (see
 `RoleSettings.thinking`)."""
 
+SchemaNarrowing = Literal["per_agent", "flat", "off"]
+"""How a critic's schema is narrowed to the names of its unit (see
+`RoleSettings.schema_narrowing`)."""
+
 _EMBEDDED_MARKERS = frozenset({"", "embedded", "local"})
 
 
@@ -104,12 +108,15 @@ class RoleSettings(BaseModel):
     (such calls are counted in ``calls_without_usage``) and the fault-test server does not
     stream.
 
-    ``narrowed_schemas``: where the structured method has the engine enforce the schema, a
-    caller may send a schema narrowed to the names valid for this request (the GRSE critic's
-    per-agent skill and step enums); False sends the plain schema. Measured on the embedded
-    0.5B model: the plain schema's grammar ran about 4x faster per token, but the critic then
-    named speakers and "Agent 1" as agents and every diagnosis was dropped by the checks, so
-    narrowing stays on by default (`benchmarks/structured.py`, `benchmarks/iteration.py`).
+    ``schema_narrowing``: where the structured method has the engine enforce the schema, a
+    caller may send a schema narrowed to the names valid for this request (the critics' agent,
+    skill and step enums). ``per_agent`` (the default) gives every agent its own variant, so a
+    step or skill can only be cited with its own agent; ``flat`` lists each name once over the
+    union of the group's agents (a schema about a third shorter); ``off`` sends the plain one.
+    Measured on the embedded 0.5B model (`benchmarks/iteration.py`, demo, 2 groups): with the
+    plain schema the critic named speakers and "Agent 1" as agents, with the flat one it cited
+    the reasoner's steps for the retriever, and in both runs every diagnosis was dropped by the
+    checks after the repair round; with per-agent variants they were accepted.
 
     ``engine_model`` gives an embedded role its own model (``default``, ``medium``, ``small`` or
     a ``.gguf`` path) instead of ``[engine] model``: a second engine with the same engine
@@ -139,7 +146,7 @@ class RoleSettings(BaseModel):
     structured_stream: bool = False
     thinking: ThinkingMode = "auto"
     engine_model: str | None = None
-    narrowed_schemas: bool = True
+    schema_narrowing: SchemaNarrowing = "per_agent"
 
     @property
     def embedded(self) -> bool:

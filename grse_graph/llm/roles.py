@@ -24,7 +24,7 @@ from grse_graph.llm.accounting import UsageLedger
 from grse_graph.llm.config import LLMConfig, RoleSettings
 from grse_graph.llm.provider import ROLES, RoleName, SamplingSettings
 from grse_graph.llm.structured import (
-    NARROWED_SCHEMAS_KEY,
+    SCHEMA_NARROWING_KEY,
     STRUCTURED_METHOD_KEY,
     STRUCTURED_STREAM_KEY,
 )
@@ -254,7 +254,7 @@ class ModelRoles:
                 "grse_role": role,
                 STRUCTURED_METHOD_KEY: settings.structured_method,
                 STRUCTURED_STREAM_KEY: settings.structured_stream,
-                NARROWED_SCHEMAS_KEY: settings.narrowed_schemas,
+                SCHEMA_NARROWING_KEY: settings.schema_narrowing,
             },
             # Streamed structured replies then still carry the server's usage (where it sends it).
             stream_usage=True,

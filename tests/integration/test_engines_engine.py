@@ -19,8 +19,6 @@ from pathlib import Path
 import httpx
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
-from langchain_core.tools import tool
-from pydantic import BaseModel
 
 from grse_graph.errors import EngineError
 from grse_graph.llm.accounting import UsageLedger
@@ -28,6 +26,7 @@ from grse_graph.llm.config import EngineSettings, StructuredMethod, default_cach
 from grse_graph.llm.engine import ConcreteEngine, LocalEngine, choose_engine, honours_n
 from grse_graph.llm.roles import ModelRoles
 from grse_graph.llm.structured import structured_call
+from tests.integration.engine_support import City, alive, get_weather, long_prefix
 
 pytestmark = pytest.mark.engine
 
@@ -72,28 +71,6 @@ def engine(
 def _roles(engine: LocalEngine, overrides: dict[str, object] | None = None) -> ModelRoles:
     config = load_config(env={}, overrides=overrides)
     return ModelRoles(config, UsageLedger(), engine_url=engine.base_url)
-
-
-def _long_prefix(topic: str, sentences: int = 60) -> str:
-    """About 1,000 tokens of deterministic text."""
-    return " ".join(
-        f"Fact {i} about {topic}: the {topic} archive lists item {i * 7} "
-        f"as stored in room {i % 13}."
-        for i in range(sentences)
-    )
-
-
-class City(BaseModel):
-    """A city and the country it is in."""
-
-    name: str
-    country: str
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Get the current weather for a city."""
-    return f"sunny in {city}"
 
 
 def test_chat_completion(engine: LocalEngine) -> None:
@@ -171,7 +148,7 @@ def test_prefix_reuse_from_the_engines_own_report(engine: LocalEngine) -> None:
     block and its /metrics counter as well."""
     roles = _roles(engine)
     model = roles.chat("actor", max_tokens=4)
-    prefix = _long_prefix("harbour")
+    prefix = long_prefix("harbour")
     before = engine.prompt_eval_stats()
     model.invoke([SystemMessage(content=prefix), HumanMessage(content="Which room holds item 7?")])
     middle = engine.prompt_eval_stats()
@@ -206,15 +183,6 @@ time.sleep(600)
 """
 
 
-def _alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state != "Z"
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
 @pytest.mark.parametrize("name", ENGINES)
 def test_killed_parent_leaves_no_engine(name: ConcreteEngine) -> None:
@@ -238,16 +206,16 @@ def test_killed_parent_leaves_no_engine(name: ConcreteEngine) -> None:
                 assert started == name
                 break
         assert engine_pid is not None, "\n".join(lines)
-        assert _alive(engine_pid)
+        assert alive(engine_pid)
 
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(timeout=10)
         deadline = time.monotonic() + 10
-        while _alive(engine_pid) and time.monotonic() < deadline:
+        while alive(engine_pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _alive(engine_pid), f"{name} {engine_pid} outlived its killed parent"
+        assert not alive(engine_pid), f"{name} {engine_pid} outlived its killed parent"
     finally:
         if parent.poll() is None:
             parent.kill()
-        if engine_pid is not None and _alive(engine_pid):
+        if engine_pid is not None and alive(engine_pid):
             os.kill(engine_pid, signal.SIGKILL)

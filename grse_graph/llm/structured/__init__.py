@@ -36,17 +36,17 @@ from grse_graph.llm.structured.call import (
 from grse_graph.llm.structured.lenient import parse_json_object
 from grse_graph.llm.structured.registry import (
     METHODS,
-    NARROWED_SCHEMAS_KEY,
+    SCHEMA_NARROWING_KEY,
     STRUCTURED_METHOD_KEY,
     enforces_schema,
+    schema_narrowing,
     structured_method,
-    wants_narrowed_schema,
 )
 from grse_graph.llm.structured.repetition import RepetitionLimits, find_repetition
 
 __all__ = [
     "METHODS",
-    "NARROWED_SCHEMAS_KEY",
+    "SCHEMA_NARROWING_KEY",
     "STRUCTURED_METHOD_KEY",
     "STRUCTURED_STREAM_KEY",
     "RepetitionLimits",
@@ -60,9 +60,9 @@ __all__ = [
     "find_repetition",
     "json_request",
     "parse_json_object",
+    "schema_narrowing",
     "schema_token_budget",
     "structured_call",
     "structured_method",
     "structured_outcome",
-    "wants_narrowed_schema",
 ]

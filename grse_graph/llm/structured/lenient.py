@@ -4,14 +4,17 @@ Tried in order, the first that yields a JSON object wins: every balanced top-lev
 it is (prose around it and code fences are ignored); the same with Python literals
 (``True``/``False``/``None``) and trailing commas fixed; then a truncated last object (the reply
 hit its token cap) with its missing closing brackets added, when it was cut after a complete
-value. Validation against the schema comes after this and decides whether the object is usable
-(a truncated object missing a required field fails there).
+value; and, when it was cut inside a value, the object up to the last complete object of a
+list (the partial list item is dropped, never shortened: a critic cut off in its fourth
+diagnosis keeps the first three). Validation against the schema comes after this and decides
+whether the object is usable (a truncated object missing a required field fails there).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,17 +26,16 @@ _CLOSERS = {"{": "}", "[": "]"}
 @dataclass(frozen=True)
 class LenientJson:
     """The object found (None when there is none), the problem otherwise, and which repair
-    (``""``, ``"literals"``, ``"closed"``) made it parse."""
+    (``""``, ``"literals"``, ``"closed"``, ``"dropped_tail"``) made it parse."""
 
     value: dict[str, Any] | None
     problem: str
-    repair: str = ""
+    repair: str = ""  # "", "literals", "closed" or "dropped_tail"
 
 
-def _scan(text: str, start: int) -> tuple[int | None, list[str], bool]:
-    """From the ``{`` at ``start``: (end index of the balanced object or None, the brackets
-    still open at the end of ``text``, whether the text ends inside a string)."""
-    stack: list[str] = []
+def _brackets(text: str, start: int) -> Iterator[tuple[int, str, bool]]:
+    """(index, bracket) of each bracket outside JSON strings from ``start``, then one final
+    ``(len(text), "", whether the text ends inside a string)``."""
     in_string = escaped = False
     for index in range(start, len(text)):
         char = text[index]
@@ -46,15 +48,26 @@ def _scan(text: str, start: int) -> tuple[int | None, list[str], bool]:
                 in_string = False
         elif char == '"':
             in_string = True
-        elif char in _CLOSERS:
+        elif char in "{}[]":
+            yield index, char, False
+    yield len(text), "", in_string
+
+
+def _scan(text: str, start: int) -> tuple[int | None, list[str], bool]:
+    """From the ``{`` at ``start``: (end index of the balanced object or None, the brackets
+    still open at the end of ``text``, whether the text ends inside a string)."""
+    stack: list[str] = []
+    for index, char, ends_in_string in _brackets(text, start):
+        if not char:
+            return None, stack, ends_in_string
+        if char in _CLOSERS:
             stack.append(char)
-        elif char in "}]":
-            if not stack:
-                return index, [], False
+            continue
+        if stack:
             stack.pop()
-            if not stack:
-                return index, [], False
-    return None, stack, in_string
+        if not stack:
+            return index, [], False
+    raise AssertionError("unreachable: _brackets always ends with its final marker")
 
 
 def object_spans(text: str) -> tuple[list[str], str | None]:
@@ -120,6 +133,25 @@ def _closed(truncated: str) -> str | None:
     return body + "".join(_CLOSERS[opener] for opener in reversed(stack))
 
 
+def _without_partial_item(truncated: str) -> str | None:
+    """The truncated object up to the end of the last complete object inside a list, closed;
+    None when no list holds an object before the cut."""
+    fixed = _outside_strings(truncated, _fix_literals_and_commas)
+    stack: list[str] = []
+    cut: tuple[int, list[str]] | None = None
+    for index, char, _ in _brackets(fixed, 0):
+        if char in _CLOSERS:
+            stack.append(char)
+        elif char and stack:
+            stack.pop()
+            if char == "}" and stack and stack[-1] == "[":
+                cut = (index + 1, list(stack))  # a list item that is a complete object
+    if cut is None:
+        return None
+    end, open_brackets = cut
+    return fixed[:end] + "".join(_CLOSERS[opener] for opener in reversed(open_brackets))
+
+
 def parse_json_object(text: str) -> LenientJson:
     """The first JSON object in ``text`` (see the module docstring for what is forgiven)."""
     spans, unclosed = object_spans(text)
@@ -143,6 +175,10 @@ def parse_json_object(text: str) -> LenientJson:
         value = _loads_object(closed) if closed is not None else None
         if value is not None:
             return LenientJson(value, "", repair="closed")
+        without = _without_partial_item(unclosed)
+        value = _loads_object(without) if without is not None else None
+        if value is not None:
+            return LenientJson(value, "", repair="dropped_tail")
         first_problem = first_problem or (
             "the reply is not valid JSON: the object is cut off before its end"
         )

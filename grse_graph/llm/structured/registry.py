@@ -8,7 +8,7 @@ from typing import get_args
 from langchain_core.language_models import BaseChatModel
 
 from grse_graph.errors import ConfigError
-from grse_graph.llm.config import StructuredMethod
+from grse_graph.llm.config import SchemaNarrowing, StructuredMethod
 from grse_graph.llm.structured.base import StructuredOutputMethod
 from grse_graph.llm.structured.function_calling import FunctionCalling
 from grse_graph.llm.structured.text_json import (
@@ -22,6 +22,7 @@ STRUCTURED_METHOD_KEY = "grse_structured_method"
 """Key of the model ``metadata`` entry that selects the structured-output method."""
 
 DEFAULT_METHOD: StructuredMethod = "function_calling"
+DEFAULT_NARROWING: SchemaNarrowing = "per_agent"
 
 METHODS: Mapping[StructuredMethod, StructuredOutputMethod] = {
     method.name: method
@@ -44,8 +45,8 @@ def structured_method(model: BaseChatModel) -> StructuredMethod:
     )
 
 
-NARROWED_SCHEMAS_KEY = "grse_narrowed_schemas"
-"""Key of the model ``metadata`` entry that allows narrowed schemas (`RoleSettings`)."""
+SCHEMA_NARROWING_KEY = "grse_schema_narrowing"
+"""Key of the model ``metadata`` entry that chooses the narrowed-schema shape (`RoleSettings`)."""
 
 
 def enforces_schema(model: BaseChatModel) -> bool:
@@ -53,9 +54,17 @@ def enforces_schema(model: BaseChatModel) -> bool:
     return METHODS[structured_method(model)].enforces_schema
 
 
-def wants_narrowed_schema(model: BaseChatModel) -> bool:
-    """Whether a caller should send ``model`` a schema narrowed to the names valid for the
-    request: only where the engine enforces the schema (shown in a prompt, a long narrowed
-    schema costs tokens and buys nothing) and the role allows it (``narrowed_schemas``)."""
+def schema_narrowing(model: BaseChatModel) -> SchemaNarrowing:
+    """How a caller should narrow the schema it sends ``model`` to the names valid for the
+    request: ``off`` unless the engine enforces the schema (shown in a prompt, a long narrowed
+    schema costs tokens and buys nothing), else the role's ``schema_narrowing``."""
+    if not enforces_schema(model):
+        return "off"
     metadata = getattr(model, "metadata", None) or {}
-    return enforces_schema(model) and bool(metadata.get(NARROWED_SCHEMAS_KEY, True))
+    value = metadata.get(SCHEMA_NARROWING_KEY, DEFAULT_NARROWING)
+    if value not in get_args(SchemaNarrowing):
+        raise ConfigError(
+            f"model metadata {SCHEMA_NARROWING_KEY}={value!r}: expected one of "
+            f"{', '.join(get_args(SchemaNarrowing))}"
+        )
+    return value

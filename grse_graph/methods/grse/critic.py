@@ -9,7 +9,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from grse_graph.errors import StructuredOutputError
 from grse_graph.llm.provider import ChatModelProvider
-from grse_graph.llm.structured import astructured_call, wants_narrowed_schema
+from grse_graph.llm.structured import astructured_call, schema_narrowing
 from grse_graph.llm.tokens import TokenCounter
 from grse_graph.methods.grse import prompts
 from grse_graph.methods.grse.checks import CheckContext, check_diagnosis, is_hypothesis
@@ -55,8 +55,9 @@ def dedupe_credits(
     return kept, dropped
 
 
-def group_vocabulary(ctx: CheckContext) -> CriticVocabulary:
-    """Each agent's skills and step labels in a group, split by whether the rollout succeeded."""
+def group_vocabulary(ctx: CheckContext, *, flat: bool = False) -> CriticVocabulary:
+    """Each agent's skills and step labels in a group, split by whether the rollout succeeded
+    (`flat`: advertised as one vocabulary over all agents)."""
     failed: dict[str, list[str]] = {agent: [] for agent in ctx.library}
     successful: dict[str, list[str]] = {agent: [] for agent in ctx.library}
     for (rollout, step), facts in sorted(ctx.steps.items()):
@@ -71,7 +72,8 @@ def group_vocabulary(ctx: CheckContext) -> CriticVocabulary:
                 successful_refs=tuple(successful.get(agent, [])),
             )
             for agent in {**failed, **successful}
-        }
+        },
+        flat=flat,
     )
 
 
@@ -207,9 +209,10 @@ class GroupCritic:
         # The narrowed schema only pays where the engine enforces it and its grammar is cheap;
         # shown in a prompt its per-agent enums cost thousands of tokens (the payload names
         # the skills and steps anyway, and the checks catch a wrong name).
+        narrowing = schema_narrowing(model)
         vocabulary = (
-            group_vocabulary(CheckContext.build(rollouts, names))
-            if wants_narrowed_schema(model)
+            group_vocabulary(CheckContext.build(rollouts, names), flat=narrowing == "flat")
+            if narrowing != "off"
             else None
         )
         schema = critic_output_schema(any(r.reward < 1.0 for r in rollouts), vocabulary)

@@ -14,7 +14,7 @@ small model can cite reliably. The values aggregation and the operators share (`
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -96,8 +96,9 @@ class CriticVocabulary(BaseModel):
 
     `critic_output_schema` writes them into the JSON schema: each diagnosis and credit is one
     of per-agent variants whose skill and step fields are enums of that agent's own skills and
-    steps, so a grammar-constrained engine (llama.cpp, vLLM guided decoding) cannot name a
-    skill, step or action the attribution checks would reject for being impossible. Parsing
+    steps (with `flat`, one variant over all agents; see `variants`), so a grammar-constrained
+    engine (llama.cpp, vLLM guided decoding) cannot name a skill, step or action the
+    attribution checks would reject for being impossible. Parsing
     stays as lenient as the plain models: on a server that ignores the schema, a wrong name is
     still a single diagnosis for the checks (repaired or dropped), not a failed critic call.
     """
@@ -105,6 +106,35 @@ class CriticVocabulary(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     agents: dict[str, AgentVocabulary]
+    flat: bool = False
+
+    def variants(
+        self, applies: Callable[[AgentVocabulary], bool]
+    ) -> list[tuple[list[str], AgentVocabulary]]:
+        """(agent names, what they may cite) per advertised variant, over the agents for which
+        `applies` holds: one variant per agent, or with `flat` one for all of them whose enums
+        list each skill and step once (their union, in team order).
+
+        A flat schema is about a third shorter than one variant per agent, at the price that a
+        name can be paired with another agent's: the attribution checks catch that, but on the
+        demo the 0.5B critic repeated the pairing in its repair round (see
+        `RoleSettings.schema_narrowing`).
+        """
+        chosen = [(agent, words) for agent, words in self.agents.items() if applies(words)]
+        if not self.flat:
+            return [([agent], words) for agent, words in chosen]
+        if not chosen:
+            return []
+        union = AgentVocabulary(
+            skills=_union(words.skills for _, words in chosen),
+            failed_refs=_union(words.failed_refs for _, words in chosen),
+            successful_refs=_union(words.successful_refs for _, words in chosen),
+        )
+        return [([agent for agent, _ in chosen], union)]
+
+
+def _union(groups: Iterable[Sequence[str]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(name for group in groups for name in group))
 
 
 _SKILL_FAILURES: frozenset[str] = frozenset({"skill_not_followed", "skill_defect"})
@@ -166,11 +196,10 @@ def _credits_field(vocabulary: CriticVocabulary | None) -> tuple[Any, Any]:
     variants = [
         narrowed(
             SkillCredit,
-            f"SkillCredit_{agent}",
-            {"agent": enum_schema([agent]), "skill_id": enum_schema(words.skills)},
+            f"SkillCredit_{agents[0]}" if len(agents) == 1 else "SkillCredit",
+            {"agent": enum_schema(agents), "skill_id": enum_schema(words.skills)},
         )
-        for agent, words in vocabulary.agents.items()
-        if words.skills
+        for agents, words in vocabulary.variants(lambda words: bool(words.skills))
     ]
     if not variants:
         # No skill exists yet, so there is nothing to credit: advertise the empty list only.
@@ -188,11 +217,10 @@ def _diagnosis_item(vocabulary: CriticVocabulary | None) -> Any:
     if vocabulary is None:
         return FailureDiagnosis
     variants: list[type[BaseModel]] = []
-    for agent, words in vocabulary.agents.items():
-        if not words.failed_refs:
-            continue  # nothing of this agent's can be cited as a failure
+    # An agent without a failed step has nothing to be blamed for.
+    for agents, words in vocabulary.variants(lambda words: bool(words.failed_refs)):
         schemas: dict[str, dict[str, Any]] = {
-            "agent": enum_schema([agent]),
+            "agent": enum_schema(agents),
             "skill_id": (
                 {"anyOf": [enum_schema(words.skills), {"type": "null"}]}
                 if words.skills
@@ -208,7 +236,8 @@ def _diagnosis_item(vocabulary: CriticVocabulary | None) -> Any:
                 [t for t in FAILURE_TYPES if t not in _SKILL_FAILURES]
             )
             schemas["action"] = enum_schema(["induce", "no_edit"])
-        variants.append(narrowed(FailureDiagnosis, f"FailureDiagnosis_{agent}", schemas))
+        name = f"FailureDiagnosis_{agents[0]}" if len(agents) == 1 else "FailureDiagnosis"
+        variants.append(narrowed(FailureDiagnosis, name, schemas))
     return _one_of_models(variants) if variants else FailureDiagnosis
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from grse_graph.llm.provider import ChatModelProvider
-from grse_graph.llm.structured import astructured_call
+from grse_graph.llm.structured import astructured_call, schema_narrowing
 from grse_graph.methods.grse.payload import PayloadLimits
 from grse_graph.methods.maskills import prompts
 from grse_graph.methods.maskills.payload import TrajectoryPayload, build_trajectory_payload
@@ -119,7 +119,8 @@ class TrajectoryCritic:
             HumanMessage(prompts.CRITIC_USER.format(payload=payload.text)),
         ]
         model = self.provider.chat("critic", max_tokens=self.max_tokens)
-        raw = await astructured_call(model, critique_schema(trace, agents), messages)
+        schema = critique_schema(trace, agents, schema_narrowing(model))
+        raw = await astructured_call(model, schema, messages)
         # Back to the plain models: the narrowed subclasses only shape the advertised schema.
         output = TrajectoryCritique.model_validate(raw.model_dump())
         credits, dropped = usable_credits(output.credits, libraries)

@@ -15,6 +15,7 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from grse_graph.llm.config import SchemaNarrowing
 from grse_graph.methods.maskills.trace import SkillTrace
 from grse_graph.methods.plan import DirectionVerdict, Verdict
 from grse_graph.methods.schema_narrowing import enum_schema, narrowed
@@ -113,22 +114,34 @@ def _exactly(n: int) -> dict[str, Any]:
     return {"minItems": n, "maxItems": n}
 
 
-def critique_schema(trace: SkillTrace, agents: Sequence[str]) -> type[TrajectoryCritique]:
+def critique_schema(
+    trace: SkillTrace, agents: Sequence[str], narrowing: SchemaNarrowing = "per_agent"
+) -> type[TrajectoryCritique]:
     """The schema the critic fills for one trajectory.
 
     Each credit is one of per-agent variants whose `agent` and `skill_id` are enums of that
-    agent's xi skills, and the list asks for exactly one credit per xi pair (exposure-based
-    credit: every skill in xi is judged). Residuals: one per agent of the team. The schema
-    keeps the name ``TrajectoryCritique`` because the function-calling tool is named after it.
+    agent's xi skills (``flat``: one variant whose enums list every xi agent and skill once;
+    ``off``: the plain model, for engines that only see the schema in the prompt), and the list
+    asks for exactly one credit per xi pair (exposure-based credit: every skill in xi is
+    judged). Residuals: one per agent of the team. The schema keeps the name
+    ``TrajectoryCritique`` because the function-calling tool is named after it.
     """
+    if narrowing == "off":
+        return TrajectoryCritique
+    credited = [agent for agent in trace.agents if trace.skills_of(agent)]
+    groups = [credited] if narrowing == "flat" and credited else [[a] for a in credited]
     variants: list[type[BaseModel]] = [
         narrowed(
             MaskillsCredit,
-            f"MaskillsCredit_{agent}",
-            {"agent": enum_schema([agent]), "skill_id": enum_schema(trace.skills_of(agent))},
+            f"MaskillsCredit_{group[0]}" if len(group) == 1 else "MaskillsCredit",
+            {
+                "agent": enum_schema(group),
+                "skill_id": enum_schema(
+                    list(dict.fromkeys(s for agent in group for s in trace.skills_of(agent)))
+                ),
+            },
         )
-        for agent in trace.agents
-        if trace.skills_of(agent)
+        for group in groups
     ]
     pairs = len(trace.pairs())
     if variants:

@@ -243,14 +243,16 @@ class MemorisationCheck:
         # Single words the inputs only ever write capitalised (so not "The" or "Then", which
         # they also write in lower case), anywhere in the text: a list item may start with one.
         for match in run:
-            word = match.group()
+            # The word itself, without a possessive or hyphenated tail ("Nadia's" -> "Nadia"):
+            # the sources' word set is split the same way.
+            word = match.group()[: _WORD.match(match.group()).end()]  # type: ignore[union-attr]
             if len(word) < 3:
                 continue
             only_capitalised = word.lower() not in self._source_words
             if word in self._source_words and only_capitalised and not self._allowed(word):
                 label = self._source_of(word)
                 if label is not None:
-                    return _Name(word, match.start(), match.end()), label
+                    return _Name(word, match.start(), match.start() + len(word)), label
         return None
 
     # --- use by the operators ----------------------------------------------------------------

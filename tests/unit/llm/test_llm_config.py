@@ -134,11 +134,13 @@ def test_structured_method_defaults_to_function_calling_and_is_set_per_role(
     assert config.actor.structured_method == "function_calling"
 
 
-def test_schemas_are_narrowed_unless_a_role_turns_it_off() -> None:
-    assert load_config(env={}).critic.narrowed_schemas is True
-    plain = load_config(env={"GRSE_CRITIC_NARROWED_SCHEMAS": "false"})
-    assert plain.critic.narrowed_schemas is False
-    assert plain.optimizer.narrowed_schemas is True
+def test_schemas_are_narrowed_per_agent_unless_a_role_chooses_otherwise() -> None:
+    assert load_config(env={}).critic.schema_narrowing == "per_agent"
+    plain = load_config(env={"GRSE_CRITIC_SCHEMA_NARROWING": "off"})
+    assert plain.critic.schema_narrowing == "off"
+    assert plain.optimizer.schema_narrowing == "per_agent"
+    with pytest.raises(ConfigError):
+        load_config(env={"GRSE_CRITIC_SCHEMA_NARROWING": "true"})
 
 
 def test_unknown_structured_method_names_key_and_source() -> None:

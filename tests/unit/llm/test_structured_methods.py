@@ -88,6 +88,17 @@ def _reply_for(method: StructuredMethod, args: dict[str, Any]) -> Any:
         ),
         ('{"a": {"b": 1}, "c": [{"d": 2},', {"a": {"b": 1}, "c": [{"d": 2}]}, "closed"),
         ('{"label": "x}", "score": 2', {"label": "x}", "score": 2}, "closed"),
+        # Cut inside a list item's string: the partial item goes, the complete ones stay.
+        (
+            '{"notes": [], "items": [{"a": 1}, {"a": "two, [x]"}, {"a": "cut in the mid',
+            {"notes": [], "items": [{"a": 1}, {"a": "two, [x]"}]},
+            "dropped_tail",
+        ),
+        (
+            '{"items": [{"refs": ["r1.s1"]}, {"refs": ["r2.s1", "r2',
+            {"items": [{"refs": ["r1.s1"]}]},
+            "dropped_tail",
+        ),
     ],
 )
 def test_lenient_parser_forgives_small_model_slips(
@@ -105,6 +116,8 @@ def test_lenient_parser_forgives_small_model_slips(
         ('{"label": "a", "score":', "cut off"),
         ('{"label": "a", "score": tr', "cut off"),
         ('{"label": a}', "not valid JSON"),
+        # No complete list item to keep: a field is never shortened.
+        ('{"items": [{"a": "cut', "cut off"),
     ],
 )
 def test_lenient_parser_refuses_what_it_cannot_complete_honestly(text: str, problem: str) -> None:

@@ -7,13 +7,15 @@ import json
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
 from pydantic import ValidationError
 
+from grse_graph.errors import ConfigError
 from grse_graph.llm.structured import (
-    NARROWED_SCHEMAS_KEY,
+    SCHEMA_NARROWING_KEY,
     STRUCTURED_METHOD_KEY,
     json_request,
-    wants_narrowed_schema,
+    schema_narrowing,
 )
 from grse_graph.methods.grse import prompts
 from grse_graph.methods.grse.checks import CheckContext
@@ -348,13 +350,61 @@ def test_a_prompt_shown_schema_is_the_plain_one_a_grammar_gets_the_narrowed_one(
     assert len(narrowed) > len(shown)
 
 
-def test_a_role_without_narrowed_schemas_gets_the_plain_schema_in_its_forced_call() -> None:
-    plain = ScriptedChatModel(
-        [output(diagnoses=[diagnosis()])], metadata={NARROWED_SCHEMAS_KEY: False}
-    )
-    narrowed = ScriptedChatModel([output(diagnoses=[diagnosis()])])
-    for model in (plain, narrowed):
+def test_a_role_chooses_the_shape_of_the_schema_in_its_forced_call() -> None:
+    sent: dict[str, dict[str, Any]] = {}
+    for shape in ("off", "per_agent", "flat", None):
+        metadata = {SCHEMA_NARROWING_KEY: shape} if shape else None
+        model = SchemaRecordingModel([output(diagnoses=[diagnosis()])], metadata=metadata)
         critic = GroupCritic(FakeProvider({"critic": model}))
         result = asyncio.run(critic.critique(question(), LIBS, ROLLOUTS, [1.0, -1.0]))
         assert [d.status for d in result.diagnoses] == ["accepted"]
-    assert wants_narrowed_schema(narrowed) and not wants_narrowed_schema(plain)
+        assert schema_narrowing(model) == (shape or "per_agent")
+        (tool,) = model.schemas
+        sent[str(shape)] = tool["parameters"]["properties"]["diagnoses"]["items"]
+    assert len(sent["per_agent"]["anyOf"]) == 2  # one variant per agent
+    assert sent["per_agent"] == sent["None"]  # per-agent is the default
+    assert sent["flat"]["properties"]["agent"]["enum"] == ["reader", "answerer"]
+    assert "enum" not in sent["off"]["properties"]["agent"]
+
+
+def test_a_flat_vocabulary_lists_each_name_once_over_the_agents_it_applies_to() -> None:
+    names = {agent: lib.names() for agent, lib in LIBS.items()}
+    vocabulary = group_vocabulary(CheckContext.build(ROLLOUTS, names), flat=True)
+    schema = critic_output_schema(True, vocabulary)
+    defs = schema.model_json_schema()["$defs"]
+    assert not any(name.startswith("FailureDiagnosis_") for name in defs)
+    diagnosis_fields = defs["FailureDiagnosis"]["properties"]
+    assert diagnosis_fields["agent"]["enum"] == ["reader", "answerer"]
+    assert diagnosis_fields["failed_refs"]["items"]["enum"] == ["r2.s1", "r2.s2"]
+    assert diagnosis_fields["successful_refs"]["items"]["enum"] == ["r1.s1", "r1.s2"]
+    assert diagnosis_fields["skill_id"]["anyOf"][0]["enum"] == ["extract"]
+    # Only the reader owns a skill, so the credit's agent enum names it alone.
+    credit_fields = defs["SkillCredit_reader"]["properties"]
+    assert credit_fields["agent"]["enum"] == ["reader"]
+    per_agent = critic_output_schema(True, group_vocabulary(CheckContext.build(ROLLOUTS, names)))
+    assert len(json_request(schema)) < len(json_request(per_agent))
+
+
+def test_an_unknown_narrowing_in_model_metadata_is_a_config_error() -> None:
+    model = ScriptedChatModel([], metadata={SCHEMA_NARROWING_KEY: "yes"})
+    with pytest.raises(ConfigError, match="grse_schema_narrowing"):
+        schema_narrowing(model)
+
+
+def test_a_reply_cut_off_in_its_second_diagnosis_keeps_the_first_in_one_call() -> None:
+    # The demo's 0.5B critic ran into its cap inside a diagnosis (2026-12-01): the complete
+    # diagnoses before the cut are kept instead of losing the group's diagnoses.
+    whole = json.dumps(
+        {
+            "credits": [_args(credit())],
+            "agent_feedback": [],
+            "diagnoses": [_args(diagnosis()), _args(diagnosis())],
+        }
+    )
+    cut = whole[: whole.rindex('"explanation"') + 20]
+    reply = AIMessage(
+        content="", invalid_tool_calls=[{"name": "CriticOutput", "args": cut, "id": "c1"}]
+    )
+    result, model, _ = run([reply])
+    assert [d.status for d in result.diagnoses] == ["accepted"]
+    assert len(model.calls) == 1 and result.diagnosis_error is None

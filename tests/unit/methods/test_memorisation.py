@@ -81,11 +81,23 @@ def test_a_general_procedure_is_kept(demo_check: MemorisationCheck) -> None:
         ("If the question is about the Orrin Museum, check its opening year.", "Orrin Museum"),
         ("Always look for passages about Osterlin first.", "Osterlin"),
         ("Answer with the year 1931 when unsure.", "1931"),
+        # A possessive is still the name (the 0.5B optimizer wrote "Nadia's father").
+        ("When Osterlin's museum is asked about, cite it.", "Osterlin"),
     ],
 )
 def test_a_body_naming_a_training_entity_is_rejected(body: str, span: str) -> None:
     finding = small_check().find(body)
     assert finding is not None and finding.rule == "entity" and finding.span == span
+
+
+def test_the_demo_body_naming_a_speaker_with_a_possessive_is_rejected(
+    demo_check: MemorisationCheck,
+) -> None:
+    # Induced on the demo (benchmarks/methods.py, 2026-12-01) and accepted before this check
+    # saw through the possessive.
+    body = "When the retriever does not know Nadia's father, identify relevant passages."
+    finding = demo_check.find(body)
+    assert finding is not None and finding.rule == "entity" and finding.span == "Nadia"
 
 
 def test_role_text_and_short_numbers_are_not_held_against_a_body() -> None:

@@ -52,6 +52,16 @@ def test_schema_asks_for_exactly_one_credit_per_trace_pair_with_per_agent_enums(
     assert residuals["minItems"] == residuals["maxItems"] == 2
 
 
+def test_a_flat_schema_lists_every_trace_agent_and_skill_once_and_off_is_plain() -> None:
+    trace = build_skill_trace(trajectory(LIBS))
+    flat = critique_schema(trace, list(LIBS), "flat").model_json_schema()
+    assert flat["properties"]["credits"]["minItems"] == 3
+    (variant,) = [d for d in flat["$defs"].values() if d.get("title") == "MaskillsCredit"]
+    assert variant["properties"]["agent"]["enum"] == ["reader", "answerer"]
+    assert variant["properties"]["skill_id"]["enum"] == ["extract", "never-used", "format"]
+    assert critique_schema(trace, list(LIBS), "off") is TrajectoryCritique
+
+
 def test_empty_libraries_advertise_no_credits_only_residuals() -> None:
     empty = {"reader": library("reader"), "answerer": library("answerer")}
     schema = critique_schema(build_skill_trace(trajectory(empty)), list(empty))

@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from grse_graph.llm.provider import RoleName, SamplingSettings
+from grse_graph.llm.structured import SCHEMA_NARROWING_KEY
 from grse_graph.methods.base import CreditInputs, CreditUnit
 from grse_graph.methods.maskills import MaskillsMethod, MaskillsRecord, MaskillsSettings
 from grse_graph.methods.registry import create_method
@@ -126,7 +127,9 @@ class FakeProvider:
         sampling: SamplingSettings | None = None,
         max_tokens: int | None = None,
     ) -> BaseChatModel:
-        return FakeModel(role=role, log=self.log)
+        # Per-agent variants: the fake critic reads each agent's skills off its own variant.
+        metadata = {SCHEMA_NARROWING_KEY: "per_agent"}
+        return FakeModel(role=role, log=self.log, metadata=metadata)
 
 
 def test_maskills_is_registered_and_its_section_loads_from_config() -> None:
