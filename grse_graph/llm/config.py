@@ -34,6 +34,10 @@ ThinkingMode = Literal["auto", "off", "on"]
 """Whether a role asks the server to disable the chat template's thinking mode (see
 `RoleSettings.thinking`)."""
 
+ToolTranscriptSetting = Literal["auto", "native", "text"]
+"""How a role's agents send tool results and get text answers (see
+`grse_graph.llm.tool_transcript`)."""
+
 SchemaNarrowing = Literal["per_agent", "flat", "off"]
 """How a critic's schema is narrowed to the names of its unit (see
 `RoleSettings.schema_narrowing`)."""
@@ -118,6 +122,12 @@ class RoleSettings(BaseModel):
     the reasoner's steps for the retriever, and in both runs every diagnosis was dropped by the
     checks after the repair round; with per-agent variants they were accepted.
 
+    ``tool_transcript``: how an agent's tool results reach the model and how its text answer
+    is asked for (`grse_graph.llm.tool_transcript`): ``native`` tool messages, or ``text``
+    (results as user messages, answers from a tool-free call) for llama-cpp-python's
+    ``chatml-function-calling`` format, which drops tool messages from the prompt. ``auto``
+    (the default) picks ``text`` for an embedded role on that engine and format.
+
     ``engine_model`` gives an embedded role its own model (``default``, ``medium``, ``small`` or
     a ``.gguf`` path) instead of ``[engine] model``: a second engine with the same engine
     settings serves it (for example the critic and optimizer on ``medium`` beside a ``default``
@@ -147,6 +157,7 @@ class RoleSettings(BaseModel):
     thinking: ThinkingMode = "auto"
     engine_model: str | None = None
     schema_narrowing: SchemaNarrowing = "per_agent"
+    tool_transcript: ToolTranscriptSetting = "auto"
 
     @property
     def embedded(self) -> bool:

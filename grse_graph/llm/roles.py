@@ -19,9 +19,10 @@ from langchain_core.tools import BaseTool
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from grse_graph.errors import ConfigError
+from grse_graph.errors import ConfigError, EngineError
 from grse_graph.llm.accounting import UsageLedger
 from grse_graph.llm.config import LLMConfig, RoleSettings
+from grse_graph.llm.engine import choose_engine
 from grse_graph.llm.provider import ROLES, RoleName, SamplingSettings
 from grse_graph.llm.structured import (
     SCHEMA_NARROWING_KEY,
@@ -29,6 +30,7 @@ from grse_graph.llm.structured import (
     STRUCTURED_STREAM_KEY,
 )
 from grse_graph.llm.tokens import ServerTokenCounter, TokenCounter
+from grse_graph.llm.tool_transcript import DROPS_TOOL_MESSAGES, TOOL_TRANSCRIPT_KEY, Transcript
 from grse_graph.llm.transport import (
     acall_with_reply_retries,
     call_with_reply_retries,
@@ -158,6 +160,7 @@ class ModelRoles:
         self._transport = transport
         self._async_transport = async_transport
         self._sync_clients: dict[RoleName, httpx.Client] = {}
+        self._embedded_engine: str | None = None  # resolved once, for `tool_transcript`
         self._token_counters: dict[RoleName, ServerTokenCounter] = {}
         # An httpx.AsyncClient is bound to the event loop it first ran on, so async clients are
         # kept per running loop (a later asyncio.run gets fresh ones).
@@ -195,6 +198,22 @@ class ModelRoles:
                 f"(running: {', '.join(self.engine_url) or 'none'})"
             )
         return url
+
+    def tool_transcript(self, role: RoleName) -> Transcript:
+        """The role's tool transcript, with ``auto`` resolved: ``text`` for an embedded role
+        whose engine is llama-cpp-python with a chat format that drops tool messages."""
+        setting = self.settings(role).tool_transcript
+        if setting != "auto":
+            return setting
+        if not self.settings(role).embedded:
+            return "native"
+        if self._embedded_engine is None:
+            try:
+                self._embedded_engine = choose_engine(self.config.engine).name
+            except EngineError:
+                self._embedded_engine = "none"
+        drops = self.config.engine.chat_format in DROPS_TOOL_MESSAGES
+        return "text" if self._embedded_engine == "llama-cpp-python" and drops else "native"
 
     def api_key(self, role: RoleName) -> str:
         """The API key for this role: from its named variable, or a placeholder."""
@@ -255,6 +274,7 @@ class ModelRoles:
                 STRUCTURED_METHOD_KEY: settings.structured_method,
                 STRUCTURED_STREAM_KEY: settings.structured_stream,
                 SCHEMA_NARROWING_KEY: settings.schema_narrowing,
+                TOOL_TRANSCRIPT_KEY: self.tool_transcript(role),
             },
             # Streamed structured replies then still carry the server's usage (where it sends it).
             stream_usage=True,

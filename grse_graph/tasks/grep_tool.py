@@ -25,12 +25,13 @@ from typing import Literal
 
 import regex
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grse_graph.tasks.conversation import Conversation, searchable_text
 
 GREP_TOOL_NAME = "grep"
 MAX_QUERY_CHARS = 200
+TOO_LONG = f"The query is too long (over {MAX_QUERY_CHARS} characters). Use a few words."
 REGEX_TIME_BUDGET_S = 1.0
 """Wall time one search may spend matching the whole conversation."""
 
@@ -40,12 +41,24 @@ SearchMode = Literal["regex", "literal", "timeout"]
 class GrepArgs(BaseModel):
     """Arguments of the grep tool."""
 
+    # The bound is part of the schema, so a grammar-constrained engine cannot write a query
+    # past it (the 0.5B model under greedy decoding wrote one until the call's 512-token cap
+    # and the call came back unparsable); a longer query from an engine that ignores the
+    # schema gets the tool's one-line answer (`handle_validation_error`).
     query: str = Field(
         description=(
             "Case-insensitive regular expression or words to find in what was said, "
             "e.g. 'birthday|party' or 'adopt'."
-        )
+        ),
+        max_length=MAX_QUERY_CHARS,
     )
+
+
+def _invalid_arguments(error: ValidationError) -> str:
+    """The tool's answer to arguments that do not fit `GrepArgs` (one line for the model)."""
+    if any(item["type"] == "string_too_long" for item in error.errors()):
+        return TOO_LONG
+    return "Invalid arguments: call grep with one argument, query (words or a regex)."
 
 
 class GrepResult(BaseModel):
@@ -159,8 +172,6 @@ def make_grep_tool(
         query = query.strip()
         if not query:
             return "The query is empty. Give a word or a regular expression to search for."
-        if len(query) > MAX_QUERY_CHARS:
-            return f"The query is too long (over {MAX_QUERY_CHARS} characters). Use a few words."
         result = search_index.search(query, max_results, time_budget_s)
         left = budget.max_calls - budget.used
         calls = "call" if left == 1 else "calls"
@@ -179,4 +190,5 @@ def make_grep_tool(
         name=GREP_TOOL_NAME,
         description=description,
         args_schema=GrepArgs,
+        handle_validation_error=_invalid_arguments,
     )

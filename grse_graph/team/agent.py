@@ -14,6 +14,8 @@ from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict
 
+from grse_graph.llm.tool_transcript import tool_result_message, tool_transcript
+
 from .layout import PROMPT_LAYOUTS, PromptLayout
 from .rollout import Step, StepUsage, ToolCallRecord
 
@@ -229,7 +231,9 @@ async def run_agent_turn(
     budget is spent that tool is no longer offered, and a call beyond it is answered with an
     error message (and recorded). The last possible model call is always made without tools, so
     the turn ends with text. `first_reply`, when given, stands in for the first model call
-    (see `sample_first_replies`). Model and HTTP errors propagate to the caller.
+    (see `sample_first_replies`). On a ``text`` tool transcript (`grse_graph.llm.tool_transcript`)
+    tool results go back as user messages and a reply that answers while tools are offered is
+    asked again without them. Model and HTTP errors propagate to the caller.
     """
     meter = _UsageMeter()
     messages = _opening_messages(turn)
@@ -238,6 +242,7 @@ async def run_agent_turn(
     skill_loads = 0
     by_name = {t.name: t for t in turn.task_tools}
     max_turns = _max_turns(turn)
+    transcript = tool_transcript(model)
     reply = AIMessage(content="")
     for model_call in range(max_turns):
         offered = _offered_tools(turn, task_calls, skill_loads)
@@ -247,6 +252,9 @@ async def run_agent_turn(
         else:
             bound = _bind(model, turn, offered, first_call=model_call == 0) if with_tools else model
             reply = await meter.call(bound, messages, config)
+        if with_tools and not reply.tool_calls and transcript == "text":
+            # This engine cannot write text while tools are offered: ask for it without them.
+            reply = await meter.call(model, messages, config)
         if not reply.tool_calls or not with_tools:
             break
         messages.append(replayable(reply))
@@ -274,7 +282,11 @@ async def run_agent_turn(
                 record = ToolCallRecord(name=name, arguments=args, error=f"unknown tool {name!r}")
             records.append(record)
             content = record.result if record.error is None else f"Error: {record.error}"
-            messages.append(ToolMessage(content=content, tool_call_id=call_id, name=name))
+            messages.append(
+                tool_result_message(
+                    transcript, name=name, arguments=args, call_id=call_id, content=content
+                )
+            )
     return Step(
         index=turn.index,
         agent=turn.agent,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from grse_graph.tasks import Conversation, Session, Turn, make_grep_tool, render_turn
-from grse_graph.tasks.grep_tool import ConversationIndex
+from grse_graph.tasks.grep_tool import MAX_QUERY_CHARS, ConversationIndex
 
 
 def conversation(turns_per_session: int = 2) -> Conversation:
@@ -159,3 +160,12 @@ def test_tool_schema_and_description() -> None:
     assert set(tool.args) == {"query"}
     assert "Rosa and Milo" in tool.description
     assert "3 calls" in tool.description
+
+
+def test_the_query_bound_is_advertised_to_grammar_engines_not_enforced_on_parse() -> None:
+    tool = make_grep_tool(conversation())
+    sent = convert_to_openai_tool(tool)["function"]["parameters"]
+    assert sent["properties"]["query"]["maxLength"] == MAX_QUERY_CHARS
+    # An engine that ignores the schema still gets the tool's own one-line answer.
+    assert "too long" in tool.invoke({"query": "a" * (MAX_QUERY_CHARS + 1)})
+    assert "Invalid arguments" in tool.invoke({"pattern": "x"})
