@@ -13,11 +13,12 @@ Servers that do not report usage are not counted as zero silently: such calls ar
 from __future__ import annotations
 
 import json
+import operator
 import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import httpx
@@ -28,6 +29,16 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from grse_graph.errors import RunawayGenerationStopped
 from grse_graph.llm.provider import ROLES, RoleName
+
+_Counts = TypeVar("_Counts", bound=BaseModel)
+
+
+def _fieldwise(left: _Counts, right: _Counts, op: Callable[[Any, Any], Any]) -> _Counts:
+    """``op`` applied field by field to two models of numeric fields (so a new field is never
+    left out of a sum)."""
+    return type(left)(
+        **{name: op(getattr(left, name), getattr(right, name)) for name in type(left).model_fields}
+    )
 
 
 class RoleUsage(BaseModel):
@@ -47,17 +58,7 @@ class RoleUsage(BaseModel):
     """Streamed replies stopped early because they kept repeating (also counted as failures)."""
 
     def __add__(self, other: RoleUsage) -> RoleUsage:
-        return RoleUsage(
-            calls=self.calls + other.calls,
-            failures=self.failures + other.failures,
-            retries=self.retries + other.retries,
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            cached_prompt_tokens=self.cached_prompt_tokens + other.cached_prompt_tokens,
-            calls_without_usage=self.calls_without_usage + other.calls_without_usage,
-            wall_time_s=self.wall_time_s + other.wall_time_s,
-            runaway_stops=self.runaway_stops + other.runaway_stops,
-        )
+        return _fieldwise(self, other, operator.add)
 
 
 class PromptEvalStats(BaseModel):
@@ -78,24 +79,10 @@ class PromptEvalStats(BaseModel):
     generation_ms: float = 0.0
 
     def __add__(self, other: PromptEvalStats) -> PromptEvalStats:
-        return PromptEvalStats(
-            completions=self.completions + other.completions,
-            evaluated_prompt_tokens=self.evaluated_prompt_tokens + other.evaluated_prompt_tokens,
-            reused_prompt_tokens=self.reused_prompt_tokens + other.reused_prompt_tokens,
-            prompt_eval_ms=self.prompt_eval_ms + other.prompt_eval_ms,
-            generated_tokens=self.generated_tokens + other.generated_tokens,
-            generation_ms=self.generation_ms + other.generation_ms,
-        )
+        return _fieldwise(self, other, operator.add)
 
     def __sub__(self, earlier: PromptEvalStats) -> PromptEvalStats:
-        return PromptEvalStats(
-            completions=self.completions - earlier.completions,
-            evaluated_prompt_tokens=self.evaluated_prompt_tokens - earlier.evaluated_prompt_tokens,
-            reused_prompt_tokens=self.reused_prompt_tokens - earlier.reused_prompt_tokens,
-            prompt_eval_ms=self.prompt_eval_ms - earlier.prompt_eval_ms,
-            generated_tokens=self.generated_tokens - earlier.generated_tokens,
-            generation_ms=self.generation_ms - earlier.generation_ms,
-        )
+        return _fieldwise(self, earlier, operator.sub)
 
 
 class UsageReport(BaseModel):

@@ -33,24 +33,38 @@ class LenientJson:
     repair: str = ""  # "", "literals", "closed" or "dropped_tail"
 
 
-def _brackets(text: str, start: int) -> Iterator[tuple[int, str, bool]]:
-    """(index, bracket) of each bracket outside JSON strings from ``start``, then one final
-    ``(len(text), "", whether the text ends inside a string)``."""
-    in_string = escaped = False
-    for index in range(start, len(text)):
-        char = text[index]
-        if in_string:
+def _strings(text: str, start: int) -> Iterator[tuple[int, int, bool]]:
+    """(opening quote, index after the closing quote, closed) of each JSON string from
+    ``start``; an unclosed string ends at ``len(text)`` and is the last one."""
+    index = text.find('"', start)
+    while index != -1:
+        position, escaped = index + 1, False
+        while position < len(text):
+            char = text[position]
             if escaped:
                 escaped = False
             elif char == "\\":
                 escaped = True
             elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{}[]":
-            yield index, char, False
-    yield len(text), "", in_string
+                break
+            position += 1
+        if position >= len(text):
+            yield index, len(text), False
+            return
+        yield index, position + 1, True
+        index = text.find('"', position + 1)
+
+
+def _brackets(text: str, start: int) -> Iterator[tuple[int, str, bool]]:
+    """(index, bracket) of each bracket outside JSON strings from ``start``, then one final
+    ``(len(text), "", whether the text ends inside a string)``."""
+    position = start
+    ends_in_string = False
+    for opening, end, closed in _strings(text, start):
+        yield from ((i, text[i], False) for i in range(position, opening) if text[i] in "{}[]")
+        position, ends_in_string = end, not closed
+    yield from ((i, text[i], False) for i in range(position, len(text)) if text[i] in "{}[]")
+    yield len(text), "", ends_in_string
 
 
 def _scan(text: str, start: int) -> tuple[int | None, list[str], bool]:
@@ -86,24 +100,11 @@ def object_spans(text: str) -> tuple[list[str], str | None]:
 def _outside_strings(text: str, fix: Any) -> str:
     """Apply ``fix`` to the stretches of ``text`` that are not inside JSON strings."""
     pieces: list[str] = []
-    stretch_start = 0
-    in_string = escaped = False
-    for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-                pieces.append(text[stretch_start : index + 1])
-                stretch_start = index + 1
-        elif char == '"':
-            pieces.append(fix(text[stretch_start:index]))
-            stretch_start = index
-            in_string = True
-    tail = text[stretch_start:]
-    pieces.append(tail if in_string else fix(tail))
+    position = 0
+    for opening, end, _ in _strings(text, 0):
+        pieces += [fix(text[position:opening]), text[opening:end]]
+        position = end
+    pieces.append(fix(text[position:]))
     return "".join(pieces)
 
 
