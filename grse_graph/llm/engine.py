@@ -189,6 +189,7 @@ def build_engine_command(
             "--ctx-size", str(settings.n_ctx * settings.n_parallel),
             "--threads", threads,
             "--threads-batch", threads,
+            "--flash-attn", "on" if settings.flash_attention else "off",
             "--jinja",
             # Reuse the longest common prefix of a slot's last prompt (the default, made explicit);
             # --cache-reuse (KV shifting of chunks after a change) stays off: it shifts positions.
@@ -209,9 +210,17 @@ def build_engine_command(
         "--n_threads", threads,
         "--n_threads_batch", threads,
         "--chat_format", settings.chat_format,
+        "--flash_attn", _flag(settings.flash_attention),
+        # The server's default (true) computes and copies the logits of every prompt token, for
+        # prompt logprobs nobody here asks for: 25.3 s against 21.8 s for a 1.7k-token prompt.
+        "--logits_all", "false",
         # Verbose logging prints per-request prompt-eval and prefix-match counts (prefix reuse).
         "--verbose", "true",
     ]  # fmt: skip
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
 
 
 def free_port(host: str) -> int:
