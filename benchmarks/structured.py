@@ -48,6 +48,7 @@ DEFAULT_ORDER: list[StructuredMethod] = [
     "json_object",
     "json_schema",
     "json_object_schema",
+    "json_grammar",
     "function_calling",
 ]
 # llama-cpp-python 0.3.36 rejects response_format json_schema.

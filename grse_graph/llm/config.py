@@ -25,7 +25,12 @@ ENGINE_MODEL_ALIAS = "grse-local"
 EngineName = Literal["auto", "llama-server", "llama-cpp-python"]
 
 StructuredMethod = Literal[
-    "function_calling", "json_prompt", "json_object", "json_object_schema", "json_schema"
+    "function_calling",
+    "json_prompt",
+    "json_object",
+    "json_object_schema",
+    "json_schema",
+    "json_grammar",
 ]
 """How `grse_graph.llm.structured.structured_call` gets a schema object from a role's model
 (the methods are described in `grse_graph.llm.structured`)."""
@@ -102,7 +107,8 @@ class RoleSettings(BaseModel):
     reply (a critic output) from seconds into minutes on CPU; plain generation does not pay
     that, at the price of an unconstrained model sometimes writing invalid JSON. ``json_object``
     (a generic JSON grammar, the schema in the prompt), ``json_object_schema`` (llama-cpp-python's
-    schema grammar through ``response_format``) and ``json_schema`` (llama-server, vLLM) are the
+    schema grammar through ``response_format``), ``json_schema`` (llama-server, vLLM) and
+    ``json_grammar`` (that schema grammar with no schema text in the prompt) are the
     engine-constrained alternatives; ``benchmarks/structured.py`` measures them all. Set it per role
     in TOML (``[critic] structured_method = "json_prompt"``) or the environment
     (``GRSE_CRITIC_STRUCTURED_METHOD=json_prompt``). ``structured_stream`` streams structured
@@ -197,6 +203,9 @@ class EngineSettings(BaseModel):
     (`grse_graph.llm.build`, minutes). ``flash_attention``: llama.cpp's fused attention kernel;
     on these 2-core machines it cut a 1.7k-token prompt from 21.8 s to 17.2 s on
     llama-cpp-python (0.5B, issue 10), so it is on unless a model misbehaves with it.
+    ``prompt_logits`` (llama-cpp-python only): keep the logits of every prompt token, which only
+    prompt logprobs (``echo``) need; its server's default, off here because computing and
+    copying them made that prompt 25.3 s instead of 21.8 s.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -215,6 +224,7 @@ class EngineSettings(BaseModel):
     allow_amx: bool = False
     build_if_missing: bool = False
     flash_attention: bool = True
+    prompt_logits: bool = False
 
     def resolved_threads(self) -> int:
         """The thread count to start the engine with."""

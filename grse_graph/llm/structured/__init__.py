@@ -10,7 +10,9 @@ to here in the model's ``metadata`` under `STRUCTURED_METHOD_KEY`; models withou
   object read leniently;
 - ``json_object`` / ``json_object_schema``: the same prompt with ``response_format`` json_object
   (a generic JSON grammar; with the schema attached, llama-cpp-python's schema grammar);
-- ``json_schema``: ``response_format`` json_schema (llama-server, vLLM).
+- ``json_schema``: ``response_format`` json_schema (llama-server, vLLM);
+- ``json_grammar``: the schema only in the grammar (``json_object_schema``'s), the prompt naming
+  just the object and its fields, for roles whose system prompt describes them.
 
 Every reply is read by `lenient.parse_json_object` (code fences, prose, trailing commas, Python
 literals, a truncated object whose closing brackets are missing) and then validated. A schema

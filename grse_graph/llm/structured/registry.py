@@ -12,6 +12,7 @@ from grse_graph.llm.config import SchemaNarrowing, StructuredMethod
 from grse_graph.llm.structured.base import StructuredOutputMethod
 from grse_graph.llm.structured.function_calling import FunctionCalling
 from grse_graph.llm.structured.text_json import (
+    JSON_GRAMMAR,
     JSON_OBJECT,
     JSON_OBJECT_SCHEMA,
     JSON_PROMPT,
@@ -26,7 +27,14 @@ DEFAULT_NARROWING: SchemaNarrowing = "per_agent"
 
 METHODS: Mapping[StructuredMethod, StructuredOutputMethod] = {
     method.name: method
-    for method in (FunctionCalling(), JSON_PROMPT, JSON_OBJECT, JSON_OBJECT_SCHEMA, JSON_SCHEMA)
+    for method in (
+        FunctionCalling(),
+        JSON_PROMPT,
+        JSON_OBJECT,
+        JSON_OBJECT_SCHEMA,
+        JSON_SCHEMA,
+        JSON_GRAMMAR,
+    )
 }
 assert set(METHODS) == set(get_args(StructuredMethod)), "every StructuredMethod is registered"
 

@@ -8,6 +8,12 @@ first JSON object is read leniently (`lenient.parse_json_object`) and validated.
   turns it into a grammar for this schema; servers without that extension ignore it).
 - ``json_schema``: ``response_format={"type": "json_schema", ...}`` (llama-server, vLLM; the
   engine enforces the schema; llama-cpp-python 0.3.36 rejects it).
+- ``json_grammar``: the schema only as the grammar of ``json_object_schema``; the final message
+  names the object and its top-level fields, and the role's system prompt is what describes
+  them. Nothing schema-sized enters the prompt, which stays the cacheable system prompt plus
+  the request: on the GRSE critic the function-calling tool schema is about 1,100 of a call's
+  3,500 prompt tokens and sits where it breaks the prefix shared across groups (issue 10).
+  Use it only for roles whose prompt explains the fields (the GRSE critic's does).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from grse_graph.llm.structured.base import (
 )
 
 ResponseFormat = Callable[[type[BaseModel]], dict[str, Any] | None]
+Instruction = Callable[[type[BaseModel]], str]
 
 
 def _no_format(schema: type[BaseModel]) -> None:
@@ -51,14 +58,21 @@ def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
     }
 
 
+def json_outline(schema: type[BaseModel]) -> str:
+    """The short final message of ``json_grammar``: the object's name and top-level fields."""
+    fields = ", ".join(schema.model_fields)
+    return f"Answer with ONE JSON object (a {schema.__name__}) with the fields {fields}."
+
+
 @dataclass(frozen=True)
 class TextJson:
     """A JSON-text method; ``response_format`` gives the request's ``response_format`` (None:
-    none is sent)."""
+    none is sent) and ``instruction`` the final user message that asks for the object."""
 
     name: StructuredMethod
     response_format: ResponseFormat
     enforces_schema: bool = False
+    instruction: Instruction = json_request
 
     def request(
         self, model: BaseChatModel, schema: type[BaseModel], messages: Sequence[BaseMessage]
@@ -66,7 +80,7 @@ class TextJson:
         chosen = self.response_format(schema)
         return MethodRequest(
             model,
-            [*messages, HumanMessage(content=json_request(schema))],
+            [*messages, HumanMessage(content=self.instruction(schema))],
             {} if chosen is None else {"response_format": chosen},
         )
 
@@ -85,3 +99,6 @@ JSON_PROMPT = TextJson("json_prompt", _no_format)
 JSON_OBJECT = TextJson("json_object", _json_object)
 JSON_OBJECT_SCHEMA = TextJson("json_object_schema", _json_object_with_schema, enforces_schema=True)
 JSON_SCHEMA = TextJson("json_schema", _json_schema, enforces_schema=True)
+JSON_GRAMMAR = TextJson(
+    "json_grammar", _json_object_with_schema, enforces_schema=True, instruction=json_outline
+)

@@ -83,8 +83,8 @@ def test_llama_cpp_python_command_enables_function_calling(tmp_path: Path) -> No
     assert "--flash_attn true" in joined
 
 
-def test_flash_attention_can_be_switched_off(tmp_path: Path) -> None:
-    settings = _settings(tmp_path, flash_attention=False)
+def test_engine_speed_settings_can_restore_the_server_defaults(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, flash_attention=False, prompt_logits=True)
     python_command = build_engine_command(
         EngineChoice("llama-cpp-python", "/usr/bin/python3"), Path("/m.gguf"), settings, 1
     )
@@ -92,6 +92,7 @@ def test_flash_attention_can_be_switched_off(tmp_path: Path) -> None:
         EngineChoice("llama-server", "/bin/llama-server"), Path("/m.gguf"), settings, 1
     )
     assert "--flash_attn false" in " ".join(python_command)
+    assert "--logits_all true" in " ".join(python_command)
     assert "--flash-attn off" in " ".join(server_command)
 
 

@@ -46,6 +46,7 @@ TEXT_METHODS: list[StructuredMethod] = [
     "json_object",
     "json_object_schema",
     "json_schema",
+    "json_grammar",
 ]
 SENTENCE = "The retriever does not follow the conversation. "
 DIAGNOSIS = '{"agent": "a", "refs": ["r1.s1"], "why": "the same diagnosis"}, '
@@ -145,6 +146,7 @@ def test_every_configurable_method_is_registered() -> None:
         "json_object",
         "json_object_schema",
         "json_schema",
+        "json_grammar",
     }
 
 
@@ -246,6 +248,11 @@ def test_methods_send_their_own_request_shape() -> None:
     assert json_schema["type"] == "json_schema"
     assert json_schema["json_schema"]["name"] == "Verdict"
     assert json_schema["json_schema"]["schema"]["required"] == ["label", "score"]
+    grammar_only = _requests_through_roles("json_grammar")[0]
+    assert grammar_only["response_format"] == with_schema
+    assert grammar_only["messages"][-1]["content"] == (
+        "Answer with ONE JSON object (a Verdict) with the fields label, score, ok."
+    )
     forced = _requests_through_roles("function_calling")[0]
     assert forced["tool_choice"]["function"]["name"] == "Verdict"
     assert forced["messages"][-1]["content"] == "Judge the answer."
