@@ -68,12 +68,11 @@ class RequestProfile(BaseModel):
 
 TODAY = RequestProfile(
     name="today",
-    description="commit 13618e1: llama-cpp-python with its server's flags (no flash "
-    "attention, logits of every prompt token), function calling for every structured role, the "
+    description="commit 13618e1: llama-cpp-python with its server's logits of every "
+    "prompt token, function calling for every structured role, the "
     "critic shown the per-agent narrowed schema, critic cap 900",
     llm={
         "engine.engine": "llama-cpp-python",
-        "engine.flash_attention": False,
         "engine.prompt_logits": True,
         **{f"{role}.structured_method": "function_calling" for role in ("critic", "optimizer")},
         "critic.schema_narrowing": "per_agent",

@@ -35,6 +35,9 @@ StructuredMethod = Literal[
 """How `grse_graph.llm.structured.structured_call` gets a schema object from a role's model
 (the methods are described in `grse_graph.llm.structured`)."""
 
+StructuredMethodSetting = Literal[StructuredMethod, "auto"]
+"""A role's `StructuredMethod`, or ``auto``: chosen by the engine (see `RoleSettings`)."""
+
 ThinkingMode = Literal["auto", "off", "on"]
 """Whether a role asks the server to disable the chat template's thinking mode (see
 `RoleSettings.thinking`)."""
@@ -98,25 +101,30 @@ class RoleSettings(BaseModel):
     is also sent as ``max_tokens`` (``legacy_max_tokens``); switch that off for an API that
     rejects both fields.
 
-    ``structured_method`` chooses how structured output is obtained. ``function_calling`` (the
-    default) forces a call of a function whose parameters are the schema; every supported server
-    accepts it, and llama-cpp-python constrains it with a grammar. ``json_prompt`` instead asks
-    in plain text for one JSON object matching the schema and parses and validates the reply
-    (same single repair round). It exists because llama-cpp-python 0.3.36 applies the grammar
-    sampler to the whole vocabulary on every token, which turns a few-hundred-token structured
-    reply (a critic output) from seconds into minutes on CPU; plain generation does not pay
-    that, at the price of an unconstrained model sometimes writing invalid JSON. ``json_object``
-    (a generic JSON grammar, the schema in the prompt), ``json_object_schema`` (llama-cpp-python's
-    schema grammar through ``response_format``), ``json_schema`` (llama-server, vLLM) and
-    ``json_grammar`` (that schema grammar with no schema text in the prompt) are the
-    engine-constrained alternatives; ``benchmarks/structured.py`` measures them all. Set it per role
-    in TOML (``[critic] structured_method = "json_prompt"``) or the environment
+    ``structured_method`` chooses how structured output is obtained. ``auto`` (the default)
+    picks by engine, measured on the GRSE critic and induce requests of the demo (0.5B,
+    `benchmarks/structured.py`, issue 10): ``json_grammar`` on the embedded llama-cpp-python
+    engine (a critic call 46.9 s against 63.1 s with function calling, an induce 13.3 s against
+    59.2 s, both valid), ``json_schema`` on an embedded llama-server (its function calling
+    returned the JSON as text without the fields), ``function_calling`` on a remote endpoint.
+    ``function_calling`` forces a call of a function whose parameters are the schema; every
+    supported server accepts it, and llama-cpp-python constrains it with a grammar.
+    ``json_prompt`` instead asks in plain text for one JSON object matching the schema and
+    parses and validates the reply (same single repair round). It exists because
+    llama-cpp-python 0.3.36 applies the grammar sampler to the whole vocabulary on every token,
+    which turns a few-hundred-token structured reply (a critic output) from seconds into minutes
+    on CPU; plain generation does not pay that, at the price of an unconstrained model sometimes
+    writing invalid JSON. ``json_object`` (a generic JSON grammar, the schema in the prompt),
+    ``json_object_schema`` (llama-cpp-python's schema grammar through ``response_format``),
+    ``json_schema`` (llama-server, vLLM) and ``json_grammar`` (that schema grammar with no
+    schema text in the prompt) are the engine-constrained alternatives;
+    ``benchmarks/structured.py`` measures them all. Set it per role in TOML (``[critic]
+    structured_method = "json_prompt"``) or the environment
     (``GRSE_CRITIC_STRUCTURED_METHOD=json_prompt``). ``structured_stream`` streams structured
     replies and stops one whose tail keeps repeating (a loop inside the grammar) after a few
-    copies instead of at the cap; the stop is a failed attempt that goes to the repair round.
-    It is off by default because llama-cpp-python 0.3.36 reports no token usage on streams
-    (such calls are counted in ``calls_without_usage``) and the fault-test server does not
-    stream.
+    copies instead of at the cap; the stop is a failed attempt that goes to the repair round. It
+    is off by default because llama-cpp-python 0.3.36 reports no token usage on streams (such
+    calls are counted in ``calls_without_usage``) and the fault-test server does not stream.
 
     ``schema_narrowing``: where the structured method has the engine enforce the schema, a
     caller may send a schema narrowed to the names valid for this request (the critics' agent,
@@ -158,7 +166,7 @@ class RoleSettings(BaseModel):
     max_retries: int = Field(default=2, ge=0)
     concurrency: int = Field(default=4, ge=1)
     legacy_max_tokens: bool = True
-    structured_method: StructuredMethod = "function_calling"
+    structured_method: StructuredMethodSetting = "auto"
     structured_stream: bool = False
     thinking: ThinkingMode = "auto"
     engine_model: str | None = None
@@ -200,9 +208,11 @@ class EngineSettings(BaseModel):
     per CPU core. ``allow_amx`` False keeps ggml off Intel AMX kernels (some virtual machines
     advertise AMX but fault on it; see `grse_graph.llm.childproc`). ``build_if_missing``: with
     ``engine = "llama-server"`` and no binary found, build it into the cache first
-    (`grse_graph.llm.build`, minutes). ``flash_attention``: llama.cpp's fused attention kernel;
-    on these 2-core machines it cut a 1.7k-token prompt from 21.8 s to 17.2 s on
-    llama-cpp-python (0.5B, issue 10), so it is on unless a model misbehaves with it.
+    (`grse_graph.llm.build`, minutes). ``flash_attention``: llama.cpp's fused attention kernel, off:
+    on these 2-core CPUs it reads a prompt about 10% faster but generates at half the speed
+    (0.5B, a 2.2k-token prompt and 160 generated tokens, issue 10: llama-cpp-python 21.1 s +
+    16.9 s with it against 23.5 s + 8.9 s without; llama-server 8.5 against 16.9 tok/s), and
+    llama-server's own default (``auto``) turns it on.
     ``prompt_logits`` (llama-cpp-python only): keep the logits of every prompt token, which only
     prompt logprobs (``echo``) need; its server's default, off here because computing and
     copying them made that prompt 25.3 s instead of 21.8 s.
@@ -223,7 +233,7 @@ class EngineSettings(BaseModel):
     startup_timeout_s: float = Field(default=180.0, gt=0.0)
     allow_amx: bool = False
     build_if_missing: bool = False
-    flash_attention: bool = True
+    flash_attention: bool = False
     prompt_logits: bool = False
 
     def resolved_threads(self) -> int:

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 
 from grse_graph.errors import ConfigError, EngineError
 from grse_graph.llm.accounting import UsageLedger
-from grse_graph.llm.config import LLMConfig, RoleSettings
+from grse_graph.llm.config import LLMConfig, RoleSettings, StructuredMethod
 from grse_graph.llm.engine import choose_engine
 from grse_graph.llm.provider import ROLES, RoleName, SamplingSettings
 from grse_graph.llm.structured import (
@@ -42,6 +42,12 @@ EMBEDDED_API_KEY = "sk-grse-local"
 
 UNAUTHENTICATED_API_KEY = "EMPTY"
 """Key sent to a remote endpoint configured without ``api_key_env`` (vLLM without ``--api-key``)."""
+
+_AUTO_STRUCTURED: dict[str | None, StructuredMethod] = {
+    "llama-cpp-python": "json_grammar",
+    "llama-server": "json_schema",
+}
+"""What ``structured_method = "auto"`` resolves to per embedded engine (else function calling)."""
 
 
 class RoleChatOpenAI(ChatOpenAI):
@@ -199,21 +205,34 @@ class ModelRoles:
             )
         return url
 
+    def _engine_of(self, role: RoleName) -> str | None:
+        """The embedded engine serving ``role`` (None for a remote role; ``none`` when no
+        engine could start here)."""
+        if not self.settings(role).embedded:
+            return None
+        if self._embedded_engine is None:
+            try:
+                self._embedded_engine = choose_engine(self.config.engine).name
+            except EngineError:
+                self._embedded_engine = "none"
+        return self._embedded_engine
+
     def tool_transcript(self, role: RoleName) -> Transcript:
         """The role's tool transcript, with ``auto`` resolved: ``text`` for an embedded role
         whose engine is llama-cpp-python with a chat format that drops tool messages."""
         setting = self.settings(role).tool_transcript
         if setting != "auto":
             return setting
-        if not self.settings(role).embedded:
-            return "native"
-        if self._embedded_engine is None:
-            try:
-                self._embedded_engine = choose_engine(self.config.engine).name
-            except EngineError:
-                self._embedded_engine = "none"
         drops = self.config.engine.chat_format in DROPS_TOOL_MESSAGES
-        return "text" if self._embedded_engine == "llama-cpp-python" and drops else "native"
+        return "text" if self._engine_of(role) == "llama-cpp-python" and drops else "native"
+
+    def structured_method(self, role: RoleName) -> StructuredMethod:
+        """The role's structured-output method, with ``auto`` resolved by engine (see
+        `RoleSettings`)."""
+        setting = self.settings(role).structured_method
+        if setting != "auto":
+            return setting
+        return _AUTO_STRUCTURED.get(self._engine_of(role), "function_calling")
 
     def api_key(self, role: RoleName) -> str:
         """The API key for this role: from its named variable, or a placeholder."""
@@ -271,7 +290,7 @@ class ModelRoles:
             http_async_client=async_client,
             metadata={
                 "grse_role": role,
-                STRUCTURED_METHOD_KEY: settings.structured_method,
+                STRUCTURED_METHOD_KEY: self.structured_method(role),
                 STRUCTURED_STREAM_KEY: settings.structured_stream,
                 SCHEMA_NARROWING_KEY: settings.schema_narrowing,
                 TOOL_TRANSCRIPT_KEY: self.tool_transcript(role),

@@ -119,19 +119,17 @@ def test_remote_roles_get_the_paper_caps_and_explicit_caps_always_win(tmp_path: 
     assert embedded.critic.max_tokens == 1024
 
 
-def test_structured_method_defaults_to_function_calling_and_is_set_per_role(
-    tmp_path: Path,
-) -> None:
+def test_structured_method_defaults_to_auto_and_is_set_per_role(tmp_path: Path) -> None:
     default = load_config(env={})
     assert {default.role(role).structured_method for role in ("actor", "critic", "optimizer")} == {
-        "function_calling"
+        "auto"
     }
     toml = tmp_path / "grse.toml"
     toml.write_text('[optimizer]\nstructured_method = "json_prompt"\n', encoding="utf-8")
     config = load_config(toml, env={"GRSE_CRITIC_STRUCTURED_METHOD": "json_object"})
     assert config.critic.structured_method == "json_object"
     assert config.optimizer.structured_method == "json_prompt"
-    assert config.actor.structured_method == "function_calling"
+    assert config.actor.structured_method == "auto"
 
 
 def test_schemas_are_narrowed_per_agent_unless_a_role_chooses_otherwise() -> None:

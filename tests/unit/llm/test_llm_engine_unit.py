@@ -80,20 +80,20 @@ def test_llama_cpp_python_command_enables_function_calling(tmp_path: Path) -> No
     assert "--host 127.0.0.1 --port 5555" in joined
     assert "--verbose true" in joined
     assert "--logits_all false" in joined
-    assert "--flash_attn true" in joined
+    assert "--flash_attn false" in joined
 
 
 def test_engine_speed_settings_can_restore_the_server_defaults(tmp_path: Path) -> None:
-    settings = _settings(tmp_path, flash_attention=False, prompt_logits=True)
+    settings = _settings(tmp_path, flash_attention=True, prompt_logits=True)
     python_command = build_engine_command(
         EngineChoice("llama-cpp-python", "/usr/bin/python3"), Path("/m.gguf"), settings, 1
     )
     server_command = build_engine_command(
         EngineChoice("llama-server", "/bin/llama-server"), Path("/m.gguf"), settings, 1
     )
-    assert "--flash_attn false" in " ".join(python_command)
+    assert "--flash_attn true" in " ".join(python_command)
     assert "--logits_all true" in " ".join(python_command)
-    assert "--flash-attn off" in " ".join(server_command)
+    assert "--flash-attn on" in " ".join(server_command)
 
 
 def test_llama_server_command_uses_jinja_and_slots(tmp_path: Path) -> None:
@@ -106,7 +106,7 @@ def test_llama_server_command_uses_jinja_and_slots(tmp_path: Path) -> None:
     assert "--parallel 4" in joined
     assert "--ctx-size 8192" in joined
     assert "--port 7777" in joined
-    assert "--flash-attn on" in joined
+    assert "--flash-attn off" in joined
 
 
 def test_free_port_is_bindable() -> None:

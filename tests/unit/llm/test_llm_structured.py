@@ -239,7 +239,13 @@ def test_model_roles_carry_the_role_method_to_structured_call() -> None:
         return replies.pop(0)
 
     roles = ModelRoles(
-        load_config(env={"GRSE_CRITIC_STRUCTURED_METHOD": "json_prompt"}),
+        # A remote actor: "auto" resolves to function calling there on any machine.
+        load_config(
+            env={
+                "GRSE_CRITIC_STRUCTURED_METHOD": "json_prompt",
+                "GRSE_ACTOR_BASE_URL": "http://127.0.0.1:9/v1",
+            }
+        ),
         UsageLedger(),
         engine_url="http://127.0.0.1:9/v1",
         env={},
