@@ -13,7 +13,8 @@ first JSON object is read leniently (`lenient.parse_json_object`) and validated.
   them. Nothing schema-sized enters the prompt, which stays the cacheable system prompt plus
   the request: on the GRSE critic the function-calling tool schema is about 1,100 of a call's
   3,500 prompt tokens and sits where it breaks the prefix shared across groups (issue 10).
-  Use it only for roles whose prompt explains the fields (the GRSE critic's does).
+  The grammar writes every field name; what a field means must come from the role's prompt
+  (the GRSE critic's, the aggregation's and the operators' prompts describe theirs).
 """
 
 from __future__ import annotations
