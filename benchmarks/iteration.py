@@ -6,7 +6,8 @@
 A profile pins everything about how requests are made: the engine, the structured-output
 method and cap of each role, the first agent's n=G call, concurrency and the prompt layout.
 `today` is the path of commit 13618e1 (before the throughput work, with the paper's operator
-caps; the per-agent critic schema pinned); `default` is what the project does now (the demo's
+caps, function calling and llama-cpp-python's prompt logits; the per-agent critic schema
+pinned); `default` is what the project does now (the demo's
 settings); `input-first` is the default with the shared task input laid out first
 (`grse_graph.team.layout`). `--compare` runs `today` then `default`, each on a fresh engine,
 and prints per profile: wall time; the share of it the engine was busy; prompt tokens the
