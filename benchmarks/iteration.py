@@ -7,8 +7,8 @@ A profile pins everything about how requests are made: the engine, the structure
 method and cap of each role, the first agent's n=G call, concurrency and the prompt layout.
 `today` is the path of commit 13618e1 (before the throughput work, with the paper's operator
 caps, function calling and llama-cpp-python's prompt logits; the per-agent critic schema
-pinned); `default` is what the project does now (the demo's
-settings); `input-first` is the default with the shared task input laid out first
+pinned); `default` is what the project does now (the demo's settings); `input-first` is the
+default with the shared task input laid out first
 (`grse_graph.team.layout`). `--compare` runs `today` then `default`, each on a fresh engine,
 and prints per profile: wall time; the share of it the engine was busy; prompt tokens the
 engine computed vs served from its prefix cache (its own report); calls and tokens per role;
@@ -69,9 +69,9 @@ class RequestProfile(BaseModel):
 
 TODAY = RequestProfile(
     name="today",
-    description="commit 13618e1: llama-cpp-python with its server's logits of every "
-    "prompt token, function calling for every structured role, the "
-    "critic shown the per-agent narrowed schema, critic cap 900",
+    description="commit 13618e1: llama-cpp-python with its server's logits of every prompt "
+    "token, function calling for every structured role, the critic shown the per-agent "
+    "narrowed schema, critic cap 900",
     llm={
         "engine.engine": "llama-cpp-python",
         "engine.prompt_logits": True,
