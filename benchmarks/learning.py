@@ -18,7 +18,9 @@ transitions (declined / wrong / correct) with the 3x3 table, the paired differen
 reward with its bootstrap interval; then one table over the methods with the scores, the
 transitions, the accepted skills and the times. Each method's run folder is OUT/<method>; a
 method whose OUT/<method>/learning.json exists is not run again (its result is printed), an
-unfinished one is resumed.
+unfinished one is resumed. The empty library is tested once, in OUT/test_empty, and every
+method compares against that evaluation: the first method's test time includes it, the others'
+do not.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.session import open_endpoints, session_deps
 
 RESULT_FILE = "learning.json"
+EMPTY_TEST_FOLDER = "test_empty"
+"""OUT/test_empty: the empty library's test, answered once and shared by every method (the
+methods train with the same loop settings, so their empty team is the same)."""
 HOTPOTQA_TEST = 50
 
 
@@ -66,9 +71,15 @@ class LearningRun(BaseModel):
 
 
 def run_method(
-    config: TrainConfig, model: str, test_limit: int | None, folder: Path, console: Console
+    config: TrainConfig,
+    model: str,
+    test_limit: int | None,
+    folder: Path,
+    empty_test: Path,
+    console: Console,
 ) -> LearningRun:
-    """Train and test one method in `folder` (resuming an unfinished run there)."""
+    """Train and test one method in `folder` (resuming an unfinished run there); the empty
+    library is tested in `empty_test`, shared by the methods of one benchmark run."""
     run = RunFolder(folder)
     resume = run.exists()
     if resume and run.read_config() != config:
@@ -80,7 +91,14 @@ def run_method(
     with open_endpoints(llm, engine_log=folder / "engine.log") as endpoints:
         deps = session_deps(config, run, endpoints)
         result = asyncio.run(
-            run_demo(config, deps, test_limit=test_limit or None, console=console, resume=resume)
+            run_demo(
+                config,
+                deps,
+                test_limit=test_limit or None,
+                console=console,
+                resume=resume,
+                empty_test=empty_test,
+            )
         )
         usage = endpoints.ledger.report().model_dump(mode="json")
     return LearningRun(
@@ -188,7 +206,9 @@ def main() -> None:
                 validation_size=args.validation_size,
             )
             try:
-                finished = run_method(config, args.model, test_limit, folder, console)
+                finished = run_method(
+                    config, args.model, test_limit, folder, out / EMPTY_TEST_FOLDER, console
+                )
             except Exception as error:  # one method failing must not hide the others
                 console.print(f"{name}: failed: {type(error).__name__}: {error}", markup=False)
                 continue

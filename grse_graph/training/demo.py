@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -129,12 +130,16 @@ async def run_demo(
     console: Console,
     display: AbstractContextManager[Any] | None = None,
     resume: bool = False,
+    empty_test: Path | None = None,
 ) -> DemoResult:
     """Train (inside `display`, e.g. the live progress), then evaluate both libraries greedily
     on the first `test_limit` test questions, compare them question by question and rewrite
     report.md with what was learned and the transitions. All inside one event loop: the roles'
     async HTTP clients belong to the loop that first used them. `resume` continues a run
-    folder (training, then any unfinished test question)."""
+    folder (training, then any unfinished test question). `empty_test` is the evaluation folder
+    of the empty library (default: the run folder's `test_empty`): methods trained with the
+    same loop settings test the same empty team, so they can share one finished evaluation
+    (its `run.json` refuses a folder written by a different team)."""
     started = time.perf_counter()
     with display or nullcontext():
         training = await run_training(deps, resume=resume)
@@ -150,6 +155,8 @@ async def run_demo(
         a: lib.content_hash() for a, lib in final_team.libraries().items()
     }
     folders = {label: deps.run.path / name for label, name in TEST_FOLDERS.items()}
+    if empty_test is not None:
+        folders["empty"] = empty_test
     summaries: dict[str, EvalSummary] = {}
     for label, team in (("empty", empty_team), ("final", final_team)):
         if label == "final" and unchanged:

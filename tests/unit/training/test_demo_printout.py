@@ -223,6 +223,40 @@ def test_run_demo_resumes_a_finished_run_without_a_model_call(tmp_path: Path) ->
     assert [t.question_id for t in again.comparison.transitions] == ["x0"]
 
 
+def test_run_demo_reuses_a_shared_empty_library_test(tmp_path: Path) -> None:
+    config = learning_config(
+        task="tiny", group_size=2, batch_size=2, validation_size=2, concurrency=1
+    )
+    shared = tmp_path / "test_empty"
+    logs = {"first": CallLog(), "second": CallLog()}
+    results = {}
+    for name, log in logs.items():
+        deps = TrainingDeps(
+            task=TinyTaskWithContext(),
+            provider=CountingProvider(log),
+            config=config,
+            run=RunFolder(tmp_path / name),
+            usage=lambda: {"roles": {}, "total": {}},
+        )
+        results[name] = asyncio.run(
+            run_demo(
+                config,
+                deps,
+                test_limit=None,
+                console=Console(file=io.StringIO()),
+                empty_test=shared,
+            )
+        )
+    # The second run trains and tests its own library but answers no empty-library question
+    # (each answer is one call per agent of the two-agent team).
+    test_questions = len(results["first"].comparison.transitions)
+    assert test_questions == 2
+    assert logs["second"].count("actor") == logs["first"].count("actor") - 2 * test_questions
+    assert results["second"].comparison == results["first"].comparison
+    assert not (tmp_path / "second" / "test_empty").exists()
+    assert (tmp_path / "second" / "test_final" / "predictions.jsonl").exists()
+
+
 def test_run_demo_with_maskills_shows_its_skills_provenance_from_its_own_records(
     tmp_path: Path,
 ) -> None:
