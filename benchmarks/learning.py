@@ -43,6 +43,7 @@ from grse_graph.training.config import TrainConfig
 from grse_graph.training.demo import (
     DEMO_SETTINGS,
     DEMO_TEST_LIMIT,
+    TEST_FOLDERS,
     DemoResult,
     demo_llm_overrides,
     learning_config,
@@ -54,9 +55,6 @@ from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.session import open_endpoints, session_deps
 
 RESULT_FILE = "learning.json"
-EMPTY_TEST_FOLDER = "test_empty"
-"""OUT/test_empty: the empty library's test, answered once and shared by every method (the
-methods train with the same loop settings, so their empty team is the same)."""
 HOTPOTQA_TEST = 50
 
 
@@ -206,8 +204,10 @@ def main() -> None:
                 validation_size=args.validation_size,
             )
             try:
+                # The methods train with the same loop settings, so their empty team is the
+                # same: it is tested once, in OUT/test_empty, and shared.
                 finished = run_method(
-                    config, args.model, test_limit, folder, out / EMPTY_TEST_FOLDER, console
+                    config, args.model, test_limit, folder, out / TEST_FOLDERS["empty"], console
                 )
             except Exception as error:  # one method failing must not hide the others
                 console.print(f"{name}: failed: {type(error).__name__}: {error}", markup=False)
