@@ -124,6 +124,28 @@ class EditDirection(BaseModel):
     merge_error: str | None = None
 
 
+class OutputContrast(BaseModel):
+    """How the diagnosed agent's output ended in a failed run and in a successful run of the
+    same group: the group comparison itself, shown to the optimizer beside the critic's words
+    (a small critic's explanation is often too vague to act on: "the retriever did not
+    provide the correct answer")."""
+
+    failed: str
+    successful: str = ""
+    failed_calls: list[str] = Field(default_factory=list)
+
+    def text(self) -> str:
+        """One prompt clause per part: the failed run's tool calls (a search that matched
+        nothing shows its query), how its output ended, and how a successful run's ended."""
+        parts = []
+        if self.failed_calls:
+            parts.append(f"Its tool calls in a failed run: {'; '.join(self.failed_calls)}.")
+        ended = f'Its output in a failed run ended: "{self.failed}"'
+        if self.successful:
+            ended += f'; in a successful run: "{self.successful}"'
+        return " ".join([*parts, ended])
+
+
 class PatternExample(BaseModel):
     """One diagnosis supporting an induction pattern, with the question it came from."""
 
@@ -131,6 +153,7 @@ class PatternExample(BaseModel):
     category: str | None = None
     diagnosis: FailureDiagnosis
     is_hypothesis: bool = False
+    contrast: OutputContrast | None = None
 
 
 class InductionPattern(BaseModel):

@@ -7,7 +7,7 @@
 - Induction patterns (agent, failure_type, skill_id, action) come from accepted or repaired
   diagnoses; support counts DISTINCT questions; patterns are ordered by support.
 - Agent feedback (not tied to a skill) is gathered per agent as induction evidence, with the
-  agent's diagnoses in the low-reward groups (group mean reward below `low_reward_threshold`)
+  agent's diagnoses in the low-reward groups (group mean reward at most `low_reward_threshold`)
   as its hard cases: Algorithm 1, line 11 takes induction evidence from the agent-level
   feedback and the low-reward groups as well as from the patterns, so a sound diagnosis the
   critic marked `no_edit` still reaches induce (the only way an empty library can use it).
@@ -61,7 +61,9 @@ class AggregationSettings(BaseModel):
 
     low_utility_threshold: float = Field(default=-0.5, ge=-1.0, le=1.0)
     max_examples: int = Field(default=3, ge=1)
-    # A group whose mean reward is below this is a low-reward group (induction evidence).
+    # A group whose mean reward is at most this is a low-reward group (induction evidence):
+    # at the default, a group in which half the runs failed counts (measured on the demo: the
+    # 1.5B critic's one sound hand-off diagnosis came from a [0, 0, 1, 1] group).
     low_reward_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
@@ -232,6 +234,7 @@ def induction_patterns(
                     category=result.category,
                     diagnosis=d,
                     is_hypothesis=checked.is_hypothesis,
+                    contrast=checked.contrast,
                 )
             )
     patterns: list[InductionPattern] = []
@@ -282,7 +285,8 @@ def low_reward_cases(result: CritiqueResult, agent: str) -> list[str]:
         d = checked.diagnosis
         if checked.usable and d.agent == agent and d.failure_type not in _NOT_INDUCIBLE:
             rule = f" Rule: {d.correction.strip()}" if d.correction.strip() else ""
-            lines.append(f"[{d.failure_type}] {d.explanation.strip()}{rule}")
+            seen = f" {checked.contrast.text()}" if checked.contrast is not None else ""
+            lines.append(f"[{d.failure_type}] {d.explanation.strip()}{rule}{seen}")
     return lines
 
 
@@ -403,7 +407,7 @@ async def aggregate(
     low_reward = frozenset(
         qid
         for qid, rewards in (group_rewards or {}).items()
-        if rewards and sum(rewards) / len(rewards) < settings.low_reward_threshold
+        if rewards and sum(rewards) / len(rewards) <= settings.low_reward_threshold
     )
     evidence = agent_evidence(
         results, list(libraries), with_labels=with_labels, low_reward=low_reward

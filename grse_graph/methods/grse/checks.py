@@ -26,6 +26,7 @@ class StepFacts(BaseModel):
 
     agent: str
     skills_recorded: frozenset[str] = frozenset()
+    tool_errors: int = 0
 
 
 class CheckContext(BaseModel):
@@ -57,6 +58,7 @@ class CheckContext(BaseModel):
                 steps[(i, j)] = StepFacts(
                     agent=step.agent,
                     skills_recorded=frozenset(step.skills_present) | frozenset(step.skills_invoked),
+                    tool_errors=sum(call.error is not None for call in step.tool_calls),
                 )
         return cls(
             rewards=tuple(r.reward for r in rollouts),
@@ -175,6 +177,23 @@ def check_no_edit_only(d: FailureDiagnosis, ctx: CheckContext) -> list[str]:
     return []
 
 
+def check_tool_failure_has_tool_error(d: FailureDiagnosis, ctx: CheckContext) -> list[str]:
+    """tool_failure cites a failed step in which a tool call of the named agent returned an
+    error. A tool that answered (even "no turn matches" to a query that was a whole sentence)
+    did not fail: the query was the agent's. Filing such a run, or a wrong hand-off, under
+    tool_failure would also block every edit, since tool_failure allows only no_edit."""
+    if d.failure_type != "tool_failure":
+        return []
+    for ref in _existing(d.failed_refs, ctx):
+        facts = ctx.steps[(ref.rollout, ref.step)]
+        if facts.agent == d.agent and facts.tool_errors > 0:
+            return []
+    return [
+        f"failure_type tool_failure: no tool call of '{d.agent}' in the cited failed steps "
+        "returned an error; choose the failure type that describes what went wrong"
+    ]
+
+
 def check_induce_without_skill(d: FailureDiagnosis, ctx: CheckContext) -> list[str]:
     """induce has skill_id null: the new skill does not exist yet."""
     if d.action == "induce" and d.skill_id is not None:
@@ -193,6 +212,7 @@ RULES: tuple[Rule, ...] = (
     check_refine_skill_recorded,
     check_refine_has_credit,
     check_no_edit_only,
+    check_tool_failure_has_tool_error,
     check_induce_without_skill,
 )
 

@@ -13,6 +13,7 @@ from grse_graph.llm.structured import astructured_call, schema_narrowing
 from grse_graph.llm.tokens import TokenCounter
 from grse_graph.methods.grse import prompts
 from grse_graph.methods.grse.checks import CheckContext, check_diagnosis, is_hypothesis
+from grse_graph.methods.grse.contrast import output_contrast
 from grse_graph.methods.grse.critic_schema import (
     AgentVocabulary,
     CheckedDiagnosis,
@@ -60,16 +61,20 @@ def group_vocabulary(ctx: CheckContext, *, flat: bool = False) -> CriticVocabula
     (`flat`: advertised as one vocabulary over all agents)."""
     failed: dict[str, list[str]] = {agent: [] for agent in ctx.library}
     successful: dict[str, list[str]] = {agent: [] for agent in ctx.library}
+    tool_errors: set[str] = set()
     for (rollout, step), facts in sorted(ctx.steps.items()):
         label = step_label(rollout - 1, step - 1)
         bucket = successful if ctx.is_success(rollout) else failed
         bucket.setdefault(facts.agent, []).append(label)
+        if bucket is failed and facts.tool_errors:
+            tool_errors.add(facts.agent)
     return CriticVocabulary(
         agents={
             agent: AgentVocabulary(
                 skills=tuple(sorted(ctx.library.get(agent, frozenset()))),
                 failed_refs=tuple(failed.get(agent, [])),
                 successful_refs=tuple(successful.get(agent, [])),
+                failed_tool_errors=agent in tool_errors,
             )
             for agent in {**failed, **successful}
         },
@@ -253,7 +258,13 @@ class GroupCritic:
             for (slot, _, _), result in zip(failing, repaired, strict=True):
                 checked[slot] = result
 
-        final = [c for c in checked if c is not None]
+        final = [
+            c.model_copy(update={"contrast": output_contrast(c.diagnosis, rollouts)})
+            if c.usable
+            else c
+            for c in checked
+            if c is not None
+        ]
         return base.model_copy(
             update={
                 "credits": credits,

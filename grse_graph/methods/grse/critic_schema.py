@@ -24,6 +24,7 @@ from grse_graph.methods.plan import (
     AgentFeedback,
     DiagnosisCounts,
     FailureDiagnosis,
+    OutputContrast,
     SkillCredit,
 )
 from grse_graph.methods.schema_narrowing import enum_schema, narrowed
@@ -89,6 +90,9 @@ class AgentVocabulary(BaseModel):
     skills: tuple[str, ...] = ()
     failed_refs: tuple[str, ...] = ()
     successful_refs: tuple[str, ...] = ()
+    # Whether a tool call in one of the agent's failed steps returned an error: only then can
+    # a tool have failed.
+    failed_tool_errors: bool = False
 
 
 class CriticVocabulary(BaseModel):
@@ -129,6 +133,7 @@ class CriticVocabulary(BaseModel):
             skills=_union(words.skills for _, words in chosen),
             failed_refs=_union(words.failed_refs for _, words in chosen),
             successful_refs=_union(words.successful_refs for _, words in chosen),
+            failed_tool_errors=any(words.failed_tool_errors for _, words in chosen),
         )
         return [([agent for agent, _ in chosen], union)]
 
@@ -230,11 +235,14 @@ def _diagnosis_item(vocabulary: CriticVocabulary | None) -> Any:
             "failed_refs": _list_of(words.failed_refs, at_least=1),
             "successful_refs": _list_of(words.successful_refs),
         }
+        # Without a skill there is nothing to refine and no skill to blame; without a tool
+        # error in a failed step no tool failed (`check_tool_failure_has_tool_error`).
+        excluded = (set() if words.skills else set(_SKILL_FAILURES)) | (
+            set() if words.failed_tool_errors else {"tool_failure"}
+        )
+        if excluded:
+            schemas["failure_type"] = enum_schema([t for t in FAILURE_TYPES if t not in excluded])
         if not words.skills:
-            # Without a skill there is nothing to refine and no skill to blame.
-            schemas["failure_type"] = enum_schema(
-                [t for t in FAILURE_TYPES if t not in _SKILL_FAILURES]
-            )
             schemas["action"] = enum_schema(["induce", "no_edit"])
         name = f"FailureDiagnosis_{agents[0]}" if len(agents) == 1 else "FailureDiagnosis"
         variants.append(narrowed(FailureDiagnosis, name, schemas))
@@ -257,7 +265,8 @@ class CheckedDiagnosis(BaseModel):
 
     `diagnosis` is the final version (the repaired one when status is repaired); `violations`
     are the violations of the first version; `final_violations` those left after the repair
-    (non-empty only when dropped).
+    (non-empty only when dropped). `contrast` is how the agent's output ended in a cited
+    failed run and in a successful run (`grse.contrast`; usable diagnoses only).
     """
 
     diagnosis: FailureDiagnosis
@@ -266,6 +275,7 @@ class CheckedDiagnosis(BaseModel):
     final_violations: list[str] = Field(default_factory=list)
     original: FailureDiagnosis | None = None
     is_hypothesis: bool = False
+    contrast: OutputContrast | None = None
 
     @property
     def usable(self) -> bool:

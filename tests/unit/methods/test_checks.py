@@ -128,6 +128,26 @@ def test_tool_failure_and_uncertain_allow_only_no_edit(
     assert checks.check_no_edit_only(diagnosis(failure_type="skill_defect"), ctx) == []
 
 
+def test_tool_failure_needs_a_tool_error_in_a_cited_failed_step(ctx: CheckContext) -> None:
+    # The reader's grep calls answered normally; the answerer never calls a tool.
+    answered = diagnosis(failure_type="tool_failure", action="no_edit", skill_id=None)
+    assert checks.check_tool_failure_has_tool_error(answered, ctx) == [
+        "failure_type tool_failure: no tool call of 'reader' in the cited failed steps "
+        "returned an error; choose the failure type that describes what went wrong"
+    ]
+    no_call = answered.model_copy(update={"agent": "answerer", "failed_refs": ["r2.s2"]})
+    assert checks.check_tool_failure_has_tool_error(no_call, ctx)
+    failing = two_agent_rollout(1, 0.0)
+    failing.steps[0].tool_calls[0].error = "TimeoutError: grep took too long"
+    with_error = CheckContext.build(
+        [two_agent_rollout(0, 1.0), failing], {"reader": ["extract"], "answerer": []}
+    )
+    assert checks.check_tool_failure_has_tool_error(answered, with_error) == []
+    # Other failure types need no tool error.
+    handoff = no_call.model_copy(update={"failure_type": "handoff_error", "action": "induce"})
+    assert checks.check_tool_failure_has_tool_error(handoff, ctx) == []
+
+
 def test_induce_needs_no_skill(ctx: CheckContext) -> None:
     ok = diagnosis(action="induce", skill_id=None, failure_type="missing_capability")
     assert checks.check_induce_without_skill(ok, ctx) == []

@@ -74,6 +74,11 @@ def test_valid_diagnosis_is_accepted_with_one_call() -> None:
     assert len(model.calls) == 1 and result.critic_calls == 1
     assert provider.requests == [("critic", None, None)]  # the critic role's own cap
     assert result.payload_chars < result.naive_payload_chars
+    # The optimizer will see how the reader's output ended in the cited failed and successful runs.
+    contrast = result.diagnoses[0].contrast
+    assert contrast is not None
+    assert contrast.failed == "The passages say Paris (attempt 1)."
+    assert contrast.successful == "The passages say Paris (attempt 0)."
 
 
 def test_invalid_then_repaired() -> None:
@@ -100,11 +105,13 @@ def test_invalid_then_repaired() -> None:
 
 
 def test_still_invalid_after_repair_is_dropped_and_counted() -> None:
-    bad = diagnosis(failure_type="tool_failure", action="refine")
+    bad = diagnosis(failure_type="uncertain_attribution", action="refine")
     result, model, _ = run([output(diagnoses=[bad]), repair(diagnoses=[bad])])
     [checked] = result.diagnoses
     assert checked.status == "dropped"
-    assert checked.final_violations == ["failure_type tool_failure allows only action no_edit"]
+    assert checked.final_violations == [
+        "failure_type uncertain_attribution allows only action no_edit"
+    ]
     assert result.counts.dropped == 1 and result.counts.accepted == 0
     assert len(model.calls) == 2  # exactly one repair round
 
@@ -301,6 +308,17 @@ def test_the_tool_schema_advertises_each_agents_own_skills_steps_and_actions() -
     assert answerer["action"]["enum"] == ["induce", "no_edit"]
     assert "skill_defect" not in answerer["failure_type"]["enum"]
     assert answerer["skill_id"]["anyOf"] == [{"type": "null"}]
+    # No tool call of a failed step returned an error, so no agent is offered tool_failure.
+    assert "tool_failure" not in reader["failure_type"]["enum"]
+    assert "skill_defect" in reader["failure_type"]["enum"]
+    assert "tool_failure" not in answerer["failure_type"]["enum"]
+    assert "handoff_error" in answerer["failure_type"]["enum"]
+    failing = two_agent_rollout(1, 0.0)
+    failing.steps[0].tool_calls[0].error = "TimeoutError: grep took too long"
+    erred = group_vocabulary(CheckContext.build([ROLLOUTS[0], failing], names))
+    erred_defs = critic_output_schema(True, erred).model_json_schema()["$defs"]
+    erred_reader = erred_defs["FailureDiagnosis_reader"]["properties"]
+    assert "tool_failure" in erred_reader["failure_type"]["enum"]
     # Only the reader owns a skill, so only it can be credited.
     assert defs["SkillCredit_reader"]["properties"]["skill_id"]["enum"] == ["extract"]
     assert "SkillCredit_answerer" not in defs

@@ -7,9 +7,9 @@ import asyncio
 from collections.abc import Sequence
 
 from grse_graph.methods.grse.aggregate import aggregate
-from grse_graph.methods.grse.critic_schema import CritiqueResult
+from grse_graph.methods.grse.critic_schema import CheckedDiagnosis, CritiqueResult
 from grse_graph.methods.operators import OperatorSchedule, evolve
-from grse_graph.methods.plan import AgentFeedback, AggregationResult
+from grse_graph.methods.plan import AgentFeedback, AggregationResult, OutputContrast
 from grse_graph.skills import SkillLibrary
 from tests.fakes import FakeProvider, ScriptedChatModel
 from tests.unit.methods.grse_methods_builders import critique, diagnosis, library
@@ -75,6 +75,27 @@ def test_an_empty_library_gains_its_first_skill_from_a_low_reward_group() -> Non
     assert record.created == ["hand-over-bridge"] and record.evidence.question_ids == ["q1"]
     prompt = str(model.calls[0][-1].content)
     assert "In low-reward questions:" in prompt and "Always state the bridge entity" in prompt
+
+
+def test_the_optimizer_sees_how_the_failed_and_successful_hand_offs_ended() -> None:
+    contrast = OutputContrast(
+        failed="Candidate answer: <name>.", successful="Evidence: <name> opened in <name>."
+    )
+    checked = CheckedDiagnosis(diagnosis=handoff_diagnosis(), status="accepted", contrast=contrast)
+    aggregation = plan(
+        [critique("q1").model_copy(update={"diagnoses": [checked]})], {"q1": [0, 0, 0, 1]}
+    )
+    assert aggregation.patterns[0].examples[0].contrast == contrast
+    _, model = induce_once(aggregation, [draft(name="hand over bridge", body=PROCEDURE)])
+    prompt = str(model.calls[0][-1].content)
+    assert 'Its output in a failed run ended: "Candidate answer: <name>."' in prompt
+    assert '; in a successful run: "Evidence: <name> opened in <name>."' in prompt
+
+
+def test_a_group_in_which_half_the_runs_failed_is_a_low_reward_group() -> None:
+    aggregation = plan([critique("q1", diagnoses=[handoff_diagnosis()])], {"q1": [0, 0, 1, 1]})
+    [evidence] = aggregation.agent_evidence
+    assert evidence.hard_cases[0].startswith("[handoff_error]")
 
 
 def test_a_group_that_mostly_succeeded_is_no_induction_evidence() -> None:
