@@ -18,6 +18,14 @@ before it becomes a candidate. Two rules reject it:
   more digits (years, amounts), that occurs in the training inputs but not in the allowed
   text. Single- and two-digit numbers are left alone: procedures count steps, calls and words.
 
+A third rule rejects a body that copies the allowed text itself:
+
+- **restates**: `max_restated_share` (default half) or more of its words lie in runs of
+  `min_restated_words` (default 5) or more consecutive words of the allowed text. The agent
+  already reads its role prompt, so a skill that repeats it adds nothing, yet ties at the gate
+  (measured: induced retriever skills that were the role prompt with a heading, accepted on a
+  0.00 vs 0.00 validation tie on HotpotQA and on the demo).
+
 A rejection is a `MemorisationFinding` (rule, the offending span, the input it came from) that
 the operator writes to its record in `operators.jsonl` and logs; nothing is dropped silently.
 `mask` replaces question-specific names and numbers in evidence text with placeholders, so the
@@ -41,6 +49,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MIN_COPIED_WORDS = 8
 DEFAULT_MIN_NUMBER_DIGITS = 3
+# A restated run is often the whole body: its finding shows the run's start only.
+_SHOWN_RESTATED_WORDS = 12
 NAME_PLACEHOLDER = "<name>"
 NUMBER_PLACEHOLDER = "<number>"
 
@@ -77,9 +87,11 @@ class MemorisationSettings(BaseModel):
 
     min_copied_words: int = Field(default=DEFAULT_MIN_COPIED_WORDS, ge=3)
     min_number_digits: int = Field(default=DEFAULT_MIN_NUMBER_DIGITS, ge=1)
+    min_restated_words: int = Field(default=5, ge=3)
+    max_restated_share: float = Field(default=0.5, gt=0.0, le=1.0)
 
 
-MemorisationRule = Literal["copy", "entity"]
+MemorisationRule = Literal["copy", "entity", "restates"]
 
 
 class MemorisationFinding(BaseModel):
@@ -92,6 +104,8 @@ class MemorisationFinding(BaseModel):
 
     def describe(self) -> str:
         """One line for a skipped reason or a log."""
+        if self.rule == "restates":
+            return f"restates {self.source}: '{self.span}'"
         what = "copies" if self.rule == "copy" else "names"
         return f"memorised: {what} '{self.span}' from {self.source}"
 
@@ -160,7 +174,9 @@ class MemorisationCheck:
         n = settings.min_copied_words
         allowed_text = "\n".join(inputs.allowed)
         self._allowed_lower = allowed_text.lower()
-        allowed_grams = set(_grams(_words(allowed_text), n))
+        allowed_words = _words(allowed_text)
+        allowed_grams = set(_grams(allowed_words, n))
+        self._restated_grams = set(_grams(allowed_words, settings.min_restated_words))
         self._gram_source: dict[tuple[str, ...], str] = {}
         self._source_words: set[str] = set()
         self._number_source: dict[str, str] = {}
@@ -204,6 +220,27 @@ class MemorisationCheck:
             i = end
         runs.sort(key=lambda run: run[0] - run[1])
         return [(" ".join(words[a:b]), label) for a, b, label in runs]
+
+    def restated_share(self, text: str) -> tuple[float, str]:
+        """The share of `text`'s words that lie in runs of `min_restated_words` or more words
+        of the allowed text, and the start of the longest such run."""
+        n = self.settings.min_restated_words
+        words = _words(text)
+        covered = [False] * len(words)
+        for i, gram in enumerate(_grams(words, n)):
+            if gram in self._restated_grams:
+                covered[i : i + n] = [True] * n
+        longest, run_start = (0, 0), None
+        for i, inside in enumerate([*covered, False]):
+            if inside and run_start is None:
+                run_start = i
+            elif not inside and run_start is not None:
+                longest = max(longest, (run_start, i), key=lambda r: r[1] - r[0])
+                run_start = None
+        share = sum(covered) / len(words) if words else 0.0
+        run = words[longest[0] : longest[1]]
+        shown = " ".join(run[:_SHOWN_RESTATED_WORDS])
+        return share, shown + (" ..." if len(run) > _SHOWN_RESTATED_WORDS else "")
 
     def _source_of(self, phrase: str) -> str | None:
         pattern = re.compile(rf"(?<![\w]){re.escape(phrase)}(?![\w])")
@@ -272,6 +309,14 @@ class MemorisationCheck:
         for name, label in self.names(text):
             if not any(name.text.lower() in k for k in known_lower):
                 return MemorisationFinding(rule="entity", span=name.text, source=label, skill=skill)
+        share, span = self.restated_share(text)
+        if share >= self.settings.max_restated_share:
+            return MemorisationFinding(
+                rule="restates",
+                span=span,
+                source=f"the agents' instructions ({share:.0%} of its words)",
+                skill=skill,
+            )
         return None
 
     def mask(self, text: str) -> str:

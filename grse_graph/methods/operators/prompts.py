@@ -10,8 +10,10 @@ from __future__ import annotations
 PROCEDURE_RULES = """\
 A skill is a general procedure for every question of the task, not a memory of one question: \
 never write names, titles, places, dates, numbers or facts from the evidence (they appear as \
-<name> and <number>), never copy question or passage text. Body parts: "When it applies:" the \
-kind of situation; "Steps:" numbered actions; "Check:" how the agent verifies its output."""
+<name> and <number>), never copy question or passage text. The agent already follows its role: \
+never repeat the role's instructions, add what the role does not say. Body parts: "When it \
+applies:" the kind of situation; "Steps:" numbered actions; "Check:" how the agent verifies its \
+output."""
 
 REFINE_SYSTEM = (
     """\
@@ -38,8 +40,9 @@ Failure pattern across questions:
 INDUCE_SYSTEM = (
     """\
 You write one new skill for an agent of a team, from failures that recur across questions. \
-name: 2-4 lowercase words joined by hyphens. description: one sentence saying what it does and \
-when to use it. body: markdown, at most {max_words} words.
+name: two to four lowercase words joined by hyphens that say what the skill does. \
+description: one sentence saying what it does and when to use it. body: markdown, at most \
+{max_words} words.
 """
     + PROCEDURE_RULES
 )
@@ -71,8 +74,9 @@ FAILURE_TYPE_HINTS: dict[str, str] = {
 CONSOLIDATE_SYSTEM = (
     """\
 You merge overlapping skills of one agent into a single skill that keeps every useful \
-instruction once and drops repetition. name: 2-4 lowercase words joined by hyphens. description: \
-one sentence saying what it does and when to use it. body: markdown, at most {max_words} words.
+instruction once and drops repetition. name: two to four lowercase words joined by hyphens \
+that say what the skill does. description: one sentence saying what it does and when to use \
+it. body: markdown, at most {max_words} words.
 """
     + PROCEDURE_RULES
 )

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import html
 from typing import Literal
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, computed_field, field_validator
 
 from grse_graph.methods.operators.memorisation import MemorisationFinding
 from grse_graph.skills import SkillLibrary
@@ -13,12 +14,22 @@ EditOp = Literal["replace", "insert_after", "insert_before", "delete"]
 OperatorName = Literal["refine", "induce", "consolidate", "prune"]
 
 
+def plain_text(value: str) -> str:
+    """`value` with HTML entities decoded. The embedded Qwen models write `&lt;short
+    answer&gt;` for `<short answer>` inside JSON strings (seen in every skill the 0.5B and
+    1.5B optimizers drafted on the demo); a skill is plain markdown that an agent reads raw,
+    and an anchor must match the body's own characters."""
+    return html.unescape(value)
+
+
 class AnchoredEdit(BaseModel):
     """One edit to a skill body, located by an anchor: text that must occur exactly once."""
 
     op: EditOp
     anchor: str = Field(description="exact text copied from the body, occurring once")
     text: str = Field(description="new text; empty for delete")
+
+    _plain = field_validator("anchor", "text")(plain_text)
 
 
 class RefineEdits(BaseModel):
@@ -33,6 +44,8 @@ class SkillDraft(BaseModel):
     name: str = Field(description="short lowercase-hyphenated name")
     description: str = Field(description="what it does and when to use it, one sentence")
     body: str = Field(description="markdown instructions")
+
+    _plain = field_validator("name", "description", "body")(plain_text)
 
 
 class SkippedEdit(BaseModel):

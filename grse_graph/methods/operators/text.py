@@ -71,10 +71,13 @@ def normalise_description(text: str, fallback: str) -> str:
 
 def normalise_name(text: str, fallback: str, taken: Iterable[str]) -> str:
     """A valid skill name from the model's proposal (else `fallback`), unique against `taken`
-    by a numeric suffix."""
+    by a numeric suffix. A proposal without a letter ("2-4", a small model echoing the prompt's
+    word count) names nothing and takes the fallback too."""
     try:
         base = slugify_name(text)
     except ValueError:
+        base = slugify_name(fallback)
+    if not re.search("[a-z]", base):
         base = slugify_name(fallback)
     used = set(taken)
     if base not in used:
@@ -106,10 +109,12 @@ def provenance_line(
 
 def diagnosis_example_lines(pattern: InductionPattern, max_examples: int) -> list[str]:
     """Prompt lines `- explanation Correction: correction` for the first examples of a pattern
-    (the correction is tagged as a hypothesis where the diagnosis says so)."""
+    (the correction is tagged as a hypothesis where the diagnosis says so), each followed by
+    how the agent's output ended in a failed and a successful run where that is known."""
     lines = []
     for example in pattern.examples[:max_examples]:
         d = example.diagnosis
         tag = " (hypothesis)" if example.is_hypothesis else ""
-        lines.append(f"- {d.explanation} Correction{tag}: {d.correction}")
+        seen = f" {example.contrast.text()}" if example.contrast is not None else ""
+        lines.append(f"- {d.explanation} Correction{tag}: {d.correction}{seen}")
     return lines

@@ -47,7 +47,7 @@ def demo_check() -> MemorisationCheck:
     return MemorisationCheck.of(training_inputs(task, task.split("train"), roles))
 
 
-def small_check(**settings: int) -> MemorisationCheck:
+def small_check(**settings: float) -> MemorisationCheck:
     inputs = TrainingInputs(
         sources=[
             SourceText(
@@ -73,6 +73,37 @@ def test_the_demo_body_that_quotes_a_passage_is_rejected(demo_check: Memorisatio
 
 def test_a_general_procedure_is_kept(demo_check: MemorisationCheck) -> None:
     assert demo_check.find(PROCEDURE) is None
+
+
+# The retriever skill the 1.5B optimizer induced on the demo: its role prompt with a heading.
+RESTATED_ROLE = (
+    "When it applies: Multi-hop questions over numbered passages and questions about one long "
+    "conversation.\nSteps:\n"
+    "1. Identify which passages are relevant to the question and cite them as [Passage i].\n"
+    "2. Follow the chain of reasoning hop by hop. When the question depends on an intermediate "
+    "entity, name it explicitly and say which passage establishes it.\n"
+    "3. Quote or paraphrase the exact sentences that support each hop.\n"
+    "4. End with one line of the form `Candidate answer: <short answer>`.\n"
+    "Check: Verify that the bridge entity is established in the correct order."
+)
+
+
+def test_a_body_that_restates_the_role_prompt_is_rejected(demo_check: MemorisationCheck) -> None:
+    finding = demo_check.find(RESTATED_ROLE, skill="2-4")
+    assert finding is not None and finding.rule == "restates"
+    expected = "1 identify which passages are relevant to the question and cite them ..."
+    assert finding.span == expected
+    assert finding.describe().startswith("restates the agents' instructions (")
+    share, _ = demo_check.restated_share(RESTATED_ROLE)
+    assert 0.5 <= share < 1.0
+    # A procedure that quotes a phrase or two of the role stays well under the share.
+    assert demo_check.restated_share(PROCEDURE)[0] < 0.2
+
+
+def test_the_restated_share_threshold_is_a_setting() -> None:
+    role = "Role: find the evidence in the passages. End with `Candidate answer: <x>`."
+    assert small_check().find(role) is not None
+    assert small_check(max_restated_share=1.0).find(role + " Then check every hop twice.") is None
 
 
 @pytest.mark.parametrize(
@@ -104,7 +135,12 @@ def test_role_text_and_short_numbers_are_not_held_against_a_body() -> None:
     check = small_check()
     # Eight words shared with the role prompt, capitalised role words, step counts.
     assert (
-        check.find("Find the evidence in the passages. End with `Candidate answer: <x>`.") is None
+        check.find(
+            "Find the evidence in the passages. End with `Candidate answer: <x>`. Before that, "
+            "list each hop on its own line with the number of the passage that supports it, "
+            "and drop every hop that no passage supports."
+        )
+        is None
     )
     assert (
         check.find("Use at most 20 words and 3 searches. Then Check the Candidate answer.") is None

@@ -15,7 +15,7 @@ from grse_graph.methods.operators import (
     prune,
     refine,
 )
-from grse_graph.methods.operators.text import diagnosis_example_lines
+from grse_graph.methods.operators.text import diagnosis_example_lines, normalise_name
 from grse_graph.methods.plan import (
     AgentEvidence,
     AggregationResult,
@@ -157,6 +157,24 @@ def test_induce_caps_body_and_uniquifies_name() -> None:
     new = out["reader"].get("answer-formatting-2")
     assert record.truncated and approx_tokens(new.body) <= 1200
     assert new.body.endswith("be precise and brief.")  # cut at a line end
+
+
+def test_html_entities_in_a_drafted_skill_are_decoded() -> None:
+    libs = {"reader": library("reader")}
+    agg = AggregationResult(patterns=[induce_pattern()])
+    body = "End with `Candidate answer: &lt;short answer&gt;` &amp; nothing else."
+    ctx, _, _ = ctx_with([draft(body=body, description="Formats &quot;answers&quot;.")])
+    out, _ = asyncio.run(induce(libs, agg, ctx))
+    new = out["reader"].get("answer-formatting")
+    assert new.body == "End with `Candidate answer: <short answer>` & nothing else."
+    assert new.description == 'Formats "answers".'
+
+
+def test_a_proposed_name_without_a_letter_takes_the_fallback() -> None:
+    # The 0.5B and 1.5B optimizers both named their skills "2-4", echoing the prompt's count.
+    assert normalise_name("2-4", "handoff_error", []) == "handoff-error"
+    assert normalise_name("2-4", "handoff_error", ["handoff-error"]) == "handoff-error-2"
+    assert normalise_name("quote-2-hops", "handoff_error", []) == "quote-2-hops"
 
 
 def test_induce_respects_library_limit_without_model_call() -> None:
