@@ -211,13 +211,32 @@ def print_usage(console: Console, usage: dict[str, Any]) -> None:
     console.print(table)
 
 
+def skipped_operators(run: RunFolder, iteration: int) -> list[str]:
+    """One line per operator attempt of `iteration` that left its library unchanged, with the
+    reason (a drafted skill rejected by the memorisation check, an unusable optimizer reply)."""
+    return [
+        f"{line.record.operator} for {line.record.agent}"
+        + (f" ({', '.join(line.record.skills)})" if line.record.skills else "")
+        + f": {line.record.skipped_reason}"
+        for line in run.operators.read()
+        if line.iteration == iteration and not line.record.changed and line.record.skipped_reason
+    ]
+
+
 def print_gates(console: Console, run: RunFolder, result: TrainResult) -> None:
-    """Each iteration's gate: base score, and per proposed library its skills, score and verdict."""
+    """Each iteration's gate: base score, and per proposed library its skills, score and verdict;
+    without a candidate, why each operator attempt left its library unchanged."""
     proposed = {c.iteration: c.candidates for c in run.candidates.read()}
     for gate in result.gates:
         console.print(f"iteration {gate.iteration}: validation base {gate.base_score:.3f}")
         if not gate.decisions:
-            console.print("  no candidate library (nothing to edit from this batch's evidence)")
+            skipped = skipped_operators(run, gate.iteration)
+            console.print(
+                "  no candidate library"
+                + ("" if skipped else " (nothing to edit from this batch's evidence)")
+            )
+            for line in skipped:
+                console.print(f"    {line}", highlight=False, markup=False)
         for d in gate.decisions:
             relative = proposed.get(gate.iteration, {}).get(d.agent)
             names = (

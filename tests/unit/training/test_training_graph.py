@@ -351,6 +351,50 @@ def test_gate_summary_names_each_candidates_skills_scores_and_verdict(tmp_path: 
         assert f"reasoner: candidate [colour-answers] scored {score}: {verdict}" in out.getvalue()
 
 
+def test_gate_summary_without_a_candidate_says_why_each_draft_was_refused(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from grse_graph.cli.train_cmd import print_gates
+    from grse_graph.methods.operators.schema import OperatorRecord
+    from grse_graph.training.records import OperatorLine
+
+    result = asyncio.run(run_training(_deps(tmp_path, _config(), CallLog())))
+    no_candidate = result.model_copy(
+        update={"gates": [g.model_copy(update={"decisions": []}) for g in result.gates]}
+    )
+    run = RunFolder(tmp_path)
+
+    def summary() -> str:
+        out = io.StringIO()
+        print_gates(Console(file=out, width=200), run, no_candidate)
+        return out.getvalue()
+
+    run.operators.append(
+        OperatorLine(
+            iteration=1,
+            record=OperatorRecord(
+                operator="induce",
+                agent="retriever",
+                iteration=1,
+                skills=["two-to-four"],
+                before_hash="e3b0",
+                after_hash="e3b0",
+                changed=False,
+                reason="induce for 'handoff error'",
+                skipped_reason="restates the agents' instructions (64% of its words): '1 ...'",
+            ),
+        )
+    )
+    text = summary()
+    assert "  no candidate library\n" in text and "nothing to edit" not in text
+    assert (
+        "    induce for retriever (two-to-four): restates the agents' instructions "
+        "(64% of its words): '1 ...'"
+    ) in text
+
+
 class ContextOverflowCritic(BaseChatModel):
     """A critic endpoint that refuses every request as too long (HTTP 400)."""
 
