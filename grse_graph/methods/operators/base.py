@@ -103,12 +103,14 @@ class OperatorContext:
         skill: str,
         text: str,
         known: Sequence[str] = (),
+        shown: Sequence[str] = (),
     ) -> MemorisationFinding | None:
         """The memorisation finding of a drafted `text` (logged), or None when it passes or
-        no check is configured; spans found in `known` (accepted bodies) do not count."""
+        no check is configured; spans found in `known` (accepted bodies) do not count, and
+        restating `shown` (the evidence in the prompt) counts like restating the role."""
         if self.memorisation is None:
             return None
-        finding = self.memorisation.find(text, skill=skill, known=known)
+        finding = self.memorisation.find(text, skill=skill, known=known, shown=shown)
         if finding is not None:
             log_rejection(operator, agent, finding)
         return finding

@@ -158,6 +158,7 @@ async def induce_one(
             memorisation=memorisation,
         )
 
+    shown = [ctx.evidence_text(candidate.problem), ctx.evidence_text(candidate.text)]
     messages: list[BaseMessage] = [
         SystemMessage(prompts.INDUCE_SYSTEM.format(max_words=cap * 3 // 4)),
         HumanMessage(
@@ -167,8 +168,8 @@ async def induce_one(
                 guidance=ctx.guidance_block(),
                 existing=", ".join(library.names()) or "none",
                 support=candidate.evidence.support,
-                problem=ctx.evidence_text(candidate.problem),
-                evidence=ctx.evidence_text(candidate.text),
+                problem=shown[0],
+                evidence=shown[1],
             )
         ),
     ]
@@ -182,7 +183,9 @@ async def induce_one(
     if not body:
         return unchanged("the drafted skill has an empty body")
     name = normalise_name(draft.name, candidate.fallback_name, library.names())
-    finding = ctx.memorised("induce", library.agent, name, f"{draft.description}\n{body}")
+    finding = ctx.memorised(
+        "induce", library.agent, name, f"{draft.description}\n{body}", shown=shown
+    )
     if finding is not None:
         return unchanged(finding.describe(), skills=[name], memorisation=finding)
     metadata = {}

@@ -21,10 +21,12 @@ before it becomes a candidate. Two rules reject it:
 A third rule rejects a body that copies the allowed text itself:
 
 - **restates**: `max_restated_share` (default half) or more of its words lie in runs of
-  `min_restated_words` (default 5) or more consecutive words of the allowed text. The agent
-  already reads its role prompt, so a skill that repeats it adds nothing, yet ties at the gate
-  (measured: induced retriever skills that were the role prompt with a heading, accepted on a
-  0.00 vs 0.00 validation tie on HotpotQA and on the demo).
+  `min_restated_words` (default 5) or more consecutive words of the allowed text, or of the
+  evidence the operator showed the optimizer. The agent already reads its role prompt, so a
+  skill that repeats it adds nothing, yet ties at the gate (measured: induced retriever skills
+  that were the role prompt with a heading, accepted on a 0.00 vs 0.00 validation tie on
+  HotpotQA and on the demo); a skill that repeats the critic's evidence is a report, not a
+  procedure (the 0.5B optimizer's demo skill was the diagnosis and its tool calls verbatim).
 
 A rejection is a `MemorisationFinding` (rule, the offending span, the input it came from) that
 the operator writes to its record in `operators.jsonl` and logs; nothing is dropped silently.
@@ -221,14 +223,15 @@ class MemorisationCheck:
         runs.sort(key=lambda run: run[0] - run[1])
         return [(" ".join(words[a:b]), label) for a, b, label in runs]
 
-    def restated_share(self, text: str) -> tuple[float, str]:
+    def restated_share(self, text: str, shown: Sequence[str] = ()) -> tuple[float, str]:
         """The share of `text`'s words that lie in runs of `min_restated_words` or more words
-        of the allowed text, and the start of the longest such run."""
+        of the allowed text (and of the `shown` texts), and the start of the longest run."""
         n = self.settings.min_restated_words
+        restated = self._restated_grams.union(*(_grams(_words(t), n) for t in shown))
         words = _words(text)
         covered = [False] * len(words)
         for i, gram in enumerate(_grams(words, n)):
-            if gram in self._restated_grams:
+            if gram in restated:
                 covered[i : i + n] = [True] * n
         longest, run_start = (0, 0), None
         for i, inside in enumerate([*covered, False]):
@@ -295,12 +298,13 @@ class MemorisationCheck:
     # --- use by the operators ----------------------------------------------------------------
 
     def find(
-        self, text: str, skill: str = "", known: Sequence[str] = ()
+        self, text: str, skill: str = "", known: Sequence[str] = (), shown: Sequence[str] = ()
     ) -> MemorisationFinding | None:
         """The first reason `text` (a drafted body, or the text a refinement adds) is a
         memory rather than a procedure, or None when it passes. Spans that occur in `known`
         (bodies of skills already in the library, which passed the check) are not held
-        against it."""
+        against it; `shown` is the evidence the optimizer was shown, which it must not
+        restate either."""
         known_words = [" ".join(_words(k)) for k in known]
         known_lower = [k.lower() for k in known]
         for span, label in self.copied_spans(text):
@@ -309,14 +313,15 @@ class MemorisationCheck:
         for name, label in self.names(text):
             if not any(name.text.lower() in k for k in known_lower):
                 return MemorisationFinding(rule="entity", span=name.text, source=label, skill=skill)
-        share, span = self.restated_share(text)
-        if share >= self.settings.max_restated_share:
-            return MemorisationFinding(
-                rule="restates",
-                span=span,
-                source=f"the agents' instructions ({share:.0%} of its words)",
-                skill=skill,
-            )
+        for source, texts in (("the agents' instructions", ()), ("its evidence", shown)):
+            share, span = self.restated_share(text, texts)
+            if share >= self.settings.max_restated_share:
+                return MemorisationFinding(
+                    rule="restates",
+                    span=span,
+                    source=f"{source} ({share:.0%} of its words)",
+                    skill=skill,
+                )
         return None
 
     def mask(self, text: str) -> str:

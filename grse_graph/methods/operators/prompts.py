@@ -37,12 +37,18 @@ Body:
 Failure pattern across questions:
 {evidence}"""
 
+# How a drafted skill's name is asked for; a name that only echoes it is replaced
+# (`text.normalise_name`): both embedded optimizers answered "2-4", "two-to-four" and
+# "two-to-four-lowercase-words" on the demo.
+NAME_RULE = "two to four lowercase words joined by hyphens that say what the skill does"
+
 INDUCE_SYSTEM = (
     """\
 You write one new skill for an agent of a team, from failures that recur across questions. \
-name: two to four lowercase words joined by hyphens that say what the skill does. \
-description: one sentence saying what it does and when to use it. body: markdown, at most \
-{max_words} words.
+name: """
+    + NAME_RULE
+    + """. description: one sentence saying what it does and when to use it. body: markdown, at \
+most {max_words} words.
 """
     + PROCEDURE_RULES
 )
@@ -74,9 +80,10 @@ FAILURE_TYPE_HINTS: dict[str, str] = {
 CONSOLIDATE_SYSTEM = (
     """\
 You merge overlapping skills of one agent into a single skill that keeps every useful \
-instruction once and drops repetition. name: two to four lowercase words joined by hyphens \
-that say what the skill does. description: one sentence saying what it does and when to use \
-it. body: markdown, at most {max_words} words.
+instruction once and drops repetition. name: """
+    + NAME_RULE
+    + """. description: one sentence saying what it does and when to use it. body: markdown, at \
+most {max_words} words.
 """
     + PROCEDURE_RULES
 )

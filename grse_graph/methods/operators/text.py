@@ -11,6 +11,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 
+from grse_graph.methods.operators.prompts import NAME_RULE
 from grse_graph.methods.plan import InductionPattern
 from grse_graph.skills import slugify_name
 from grse_graph.skills.limits import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS
@@ -71,13 +72,13 @@ def normalise_description(text: str, fallback: str) -> str:
 
 def normalise_name(text: str, fallback: str, taken: Iterable[str]) -> str:
     """A valid skill name from the model's proposal (else `fallback`), unique against `taken`
-    by a numeric suffix. A proposal without a letter ("2-4", a small model echoing the prompt's
-    word count) names nothing and takes the fallback too."""
+    by a numeric suffix. A proposal without a letter ("2-4") or that only echoes the prompt's
+    name rule ("two-to-four-lowercase-words") names nothing and takes the fallback too."""
     try:
         base = slugify_name(text)
     except ValueError:
         base = slugify_name(fallback)
-    if not re.search("[a-z]", base):
+    if not re.search("[a-z]", base) or f"-{base}-" in f"-{slugify_name(NAME_RULE)}-":
         base = slugify_name(fallback)
     used = set(taken)
     if base not in used:

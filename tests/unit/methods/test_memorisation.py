@@ -18,7 +18,7 @@ from grse_graph.methods.operators import (
     training_inputs,
 )
 from grse_graph.methods.operators.memorisation import SourceText
-from grse_graph.methods.plan import AggregationResult, EditDirection
+from grse_graph.methods.plan import AggregationResult, EditDirection, OutputContrast
 from grse_graph.tasks import load_task
 from grse_graph.tasks.demo import DemoTask
 from grse_graph.team import default_team
@@ -193,6 +193,42 @@ def test_induce_rejects_a_memorised_body_counts_logs_and_records_it(
         OperatorLine(iteration=1, record=record).model_dump_json()
     )
     assert line.record.memorisation == record.memorisation
+
+
+def test_induce_rejects_a_body_that_restates_its_evidence(demo_check: MemorisationCheck) -> None:
+    # The 0.5B optimizer's demo skill: the diagnosis and the failed run's tool call, verbatim.
+    libs = {"retriever": library("retriever")}
+    pattern = induce_pattern(agent="retriever")
+    example = pattern.examples[0]
+    vague = example.diagnosis.model_copy(
+        update={
+            "explanation": "The retriever does not cover the case but the agent did not do "
+            "what it says.",
+            "correction": "Search with the words of the question.",
+        }
+    )
+    contrast = OutputContrast(
+        failed="Evidence: NO_EVIDENCE",
+        failed_calls=['grep(query="<name>\'s father enjoys <name>") -> "No turn matches"'],
+    )
+    pattern = pattern.model_copy(
+        update={"examples": [example.model_copy(update={"diagnosis": vague, "contrast": contrast})]}
+    )
+    copied = (
+        "When it applies: The retriever does not cover the case but the agent did not do what "
+        'it says. Its tool calls in a failed run: grep(query="<name>\'s father enjoys <name>") '
+        '-> "No turn matches". Its output in a failed run ended: "Evidence: NO_EVIDENCE"'
+    )
+    ctx, _ = ctx_with([draft(name="two to four", body=copied)], demo_check)
+    out, [record] = asyncio.run(induce(libs, AggregationResult(patterns=[pattern]), ctx))
+    assert out["retriever"].names() == [] and record.memorisation is not None
+    assert record.memorisation.rule == "restates"
+    assert record.skipped_reason is not None
+    assert record.skipped_reason.startswith("restates its evidence (")
+    # Restating the critic's rule in a procedure of its own is fine.
+    ctx, _ = ctx_with([draft(name="search keywords", body=PROCEDURE)], demo_check)
+    out, _ = asyncio.run(induce(libs, AggregationResult(patterns=[pattern]), ctx))
+    assert out["retriever"].names() == ["search-keywords"]
 
 
 def test_induce_keeps_a_procedure_and_masks_the_evidence(demo_check: MemorisationCheck) -> None:
