@@ -74,7 +74,12 @@ class CheckContext(BaseModel):
 
     def is_success(self, rollout: int) -> bool:
         """Whether rollout ``r{rollout}`` reached reward 1."""
-        return self.rewards[rollout - 1] >= 1.0 - _FULL_REWARD_TOL
+        return is_full_reward(self.rewards[rollout - 1])
+
+
+def is_full_reward(reward: float) -> bool:
+    """Whether a scorer's `reward` is 1 (up to rounding noise): a successful rollout."""
+    return reward >= 1.0 - _FULL_REWARD_TOL
 
 
 def _parsed(refs: Sequence[str]) -> list[tuple[str, StepRef | None]]:

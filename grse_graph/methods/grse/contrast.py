@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from grse_graph.methods.grse.checks import is_full_reward
 from grse_graph.methods.grse.critic_schema import StepRef
 from grse_graph.methods.plan import FailureDiagnosis, OutputContrast
+from grse_graph.skills.text import one_line
 from grse_graph.team.rollout import Rollout, Step, ToolCallRecord
 
 CONTRAST_CHARS = 240
@@ -24,12 +26,10 @@ CALL_CHARS = 120
 """Characters kept of a tool call's arguments, and of its result's first line."""
 MAX_CALLS = 3
 
-_FULL_REWARD = 1.0 - 1e-9
-
 
 def output_end(text: str, chars: int = CONTRAST_CHARS) -> str:
     """The last `chars` characters of `text` on one line, cut at a word start (with "...")."""
-    flat = " ".join(text.split())
+    flat = one_line(text)
     if len(flat) <= chars:
         return flat
     tail = flat[-chars:]
@@ -38,7 +38,7 @@ def output_end(text: str, chars: int = CONTRAST_CHARS) -> str:
 
 
 def _head(text: str, chars: int) -> str:
-    flat = " ".join(text.split())
+    flat = one_line(text)
     return flat if len(flat) <= chars else flat[:chars].rsplit(" ", 1)[0] + " ..."
 
 
@@ -64,7 +64,7 @@ def _cited_step(refs: Sequence[str], rollouts: Sequence[Rollout], agent: str) ->
 
 def _first_successful_step(rollouts: Sequence[Rollout], agent: str) -> Step | None:
     for rollout in rollouts:
-        if rollout.reward >= _FULL_REWARD:
+        if is_full_reward(rollout.reward):
             for step in rollout.steps:
                 if step.agent == agent:
                     return step

@@ -242,8 +242,8 @@ class MemorisationCheck:
                 run_start = None
         share = sum(covered) / len(words) if words else 0.0
         run = words[longest[0] : longest[1]]
-        shown = " ".join(run[:_SHOWN_RESTATED_WORDS])
-        return share, shown + (" ..." if len(run) > _SHOWN_RESTATED_WORDS else "")
+        preview = " ".join(run[:_SHOWN_RESTATED_WORDS])
+        return share, preview + (" ..." if len(run) > _SHOWN_RESTATED_WORDS else "")
 
     def _source_of(self, phrase: str) -> str | None:
         pattern = re.compile(rf"(?<![\w]){re.escape(phrase)}(?![\w])")
@@ -313,7 +313,10 @@ class MemorisationCheck:
         for name, label in self.names(text):
             if not any(name.text.lower() in k for k in known_lower):
                 return MemorisationFinding(rule="entity", span=name.text, source=label, skill=skill)
-        for source, texts in (("the agents' instructions", ()), ("its evidence", shown)):
+        passes: list[tuple[str, Sequence[str]]] = [("the agents' instructions", ())]
+        if shown:  # without evidence, a second pass would repeat the first
+            passes.append(("its evidence", shown))
+        for source, texts in passes:
             share, span = self.restated_share(text, texts)
             if share >= self.settings.max_restated_share:
                 return MemorisationFinding(
