@@ -1,6 +1,7 @@
 """One GRSE iteration (G = 4) under named request profiles, on the same questions and engine.
 
     python benchmarks/iteration.py --compare [--model default] [--questions 2] [--validation 2]
+    python benchmarks/iteration.py --compare --seeds 0,1,2
     python benchmarks/iteration.py --profiles default,input-first [--model small]
 
 A profile pins everything about how requests are made: the engine, the structured-output
@@ -15,6 +16,11 @@ engine computed vs served from its prefix cache (its own report); calls and toke
 critic outputs that failed to parse or validate; diagnoses accepted / repaired / dropped by the
 attribution checks; runaway generations stopped; and the ratio of wall times. `--custom
 llm.critic.schema_narrowing=flat` adds the defaults with the flat critic schema.
+
+One iteration is one sample: the seed picks the training questions and the rollouts' samples,
+and whether a structured call runs away to its cap depends on them. `--seeds 0,1,2` runs every
+profile once per seed (different questions and samples, the same for every profile) and ends
+with a summary: each profile's wall time per seed, their sum, and the ratio of the sums.
 """
 
 from __future__ import annotations
@@ -233,12 +239,12 @@ def run_profile(
 
 
 def print_table(
-    results: dict[str, dict[str, Any]], args: argparse.Namespace, console: Console
+    results: dict[str, dict[str, Any]], args: argparse.Namespace, console: Console, seed: int
 ) -> None:
     """One column per profile."""
     table = Table(
         title=f"one GRSE iteration (G=4), task {args.task}, {args.questions} questions, "
-        f"|V|={args.validation}, model {args.model}"
+        f"|V|={args.validation}, model {args.model}, seed {seed}"
     )
     table.add_column("measure")
     for name in results:
@@ -288,6 +294,31 @@ def print_table(
     console.print(table)
 
 
+def print_summary(runs: dict[int, dict[str, dict[str, Any]]], console: Console) -> None:
+    """Wall time per seed and profile, the sums, and each profile's sum against the first's."""
+    names = list(next(iter(runs.values())))
+    table = Table(title=f"wall time (s) over {len(runs)} seeds")
+    table.add_column("seed")
+    for name in names:
+        table.add_column(name, justify="right")
+    for seed, results in runs.items():
+        table.add_row(str(seed), *(f"{results[name]['wall']:.1f}" for name in names))
+    totals = {name: sum(results[name]["wall"] for results in runs.values()) for name in names}
+    table.add_row("sum", *(f"{totals[name]:.1f}" for name in names))
+    first = totals[names[0]]
+    table.add_row("vs first profile", *(f"{first / totals[name]:.2f}x faster" for name in names))
+    invalid = {
+        name: sum(results[name]["critic_invalid"] for results in runs.values()) for name in names
+    }
+    units = {
+        name: sum(results[name]["critic_units"] for results in runs.values()) for name in names
+    }
+    table.add_row(
+        "critic outputs invalid / groups", *(f"{invalid[name]} / {units[name]}" for name in names)
+    )
+    console.print(table)
+
+
 def main() -> None:
     """Run the chosen profiles and print the comparison."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -306,8 +337,17 @@ def main() -> None:
         "structured_method=json_prompt, train.prompt_layout=input_first, grse.critic_max_tokens"
         "=600); repeatable",
     )
+    parser.add_argument(
+        "--seeds",
+        default="0",
+        help="comma list of training seeds; each runs every profile (default: 0)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    try:
+        seeds = [int(seed) for seed in args.seeds.split(",")]
+    except ValueError:
+        parser.error(f"--seeds {args.seeds!r}: expected a comma list of integers")
     profiles = dict(PROFILES)
     names = ["today", "default"] if args.compare else args.profiles.split(",")
     if args.custom:
@@ -326,11 +366,19 @@ def main() -> None:
         validation_size=args.validation,
         validation_repeats=1,
     ).model_copy(update={"actor_max_tokens": DEMO_ACTOR_MAX_TOKENS})
-    results: dict[str, dict[str, Any]] = {}
-    for name in names:
-        llm, config = profile_configs(profiles[name], base, args.model)
-        results[name] = run_profile(profiles[name], llm, config, out / name, console)
-    print_table(results, args, console)
+    runs: dict[int, dict[str, dict[str, Any]]] = {}
+    for seed in seeds:
+        seeded = base.model_copy(update={"seed": seed})
+        # Seed 0 alone keeps the folder layout of a single run (OUT/PROFILE).
+        folder = out if seeds == [0] else out / f"seed-{seed}"
+        results: dict[str, dict[str, Any]] = {}
+        for name in names:
+            llm, config = profile_configs(profiles[name], seeded, args.model)
+            results[name] = run_profile(profiles[name], llm, config, folder / name, console)
+        print_table(results, args, console, seed)
+        runs[seed] = results
+    if len(runs) > 1:
+        print_summary(runs, console)
 
 
 if __name__ == "__main__":
