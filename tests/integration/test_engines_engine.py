@@ -8,6 +8,7 @@ otherwise its tests skip with the reason.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from grse_graph.llm.config import EngineSettings, StructuredMethod, default_cach
 from grse_graph.llm.engine import ConcreteEngine, LocalEngine, choose_engine, honours_n
 from grse_graph.llm.roles import ModelRoles
 from grse_graph.llm.structured import structured_call
+from grse_graph.team.agent import AgentTurnInput, run_agent_turn
 from tests.integration.engine_support import City, alive, get_weather, long_prefix
 
 pytestmark = pytest.mark.engine
@@ -95,34 +97,27 @@ def test_structured_output_into_a_pydantic_model(engine: LocalEngine) -> None:
     assert city.name.strip() and city.country.strip()
 
 
-TOOL_CALL_ENGINES = [
-    "llama-cpp-python",
-    pytest.param(
-        "llama-server",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="measured: llama-server --jinja with Qwen2.5-Coder answers the call as JSON "
-            "text in content, not tool_calls (also GUIDE §5)",
-        ),
-    ),
-]
-
-
-@pytest.mark.parametrize("name", TOOL_CALL_ENGINES)
+@pytest.mark.parametrize("name", ENGINES)
 def test_tool_call(name: ConcreteEngine, tmp_path: Path) -> None:
+    # Through the agent loop, as a team runs it: on llama-server the Qwen2.5-Coder model often
+    # writes the call as JSON text, which the loop reads back (`llm.text_tool_calls`).
     settings = _settings(name, TOOL_MODEL[name])
+    turn = AgentTurnInput(
+        index=0,
+        agent="forecaster",
+        system_prompt="You answer weather questions by calling get_weather.",
+        user_input="What is the weather in Paris?",
+        task_tools=(get_weather,),
+        max_tool_calls=1,
+    )
     with LocalEngine(settings, log_path=tmp_path / "engine.log") as engine:
-        model = _roles(engine).chat("actor", max_tokens=64).bind_tools([get_weather])
-        reply = model.invoke(
-            [
-                SystemMessage(content="You answer weather questions by calling get_weather."),
-                HumanMessage(content="What is the weather in Paris?"),
-            ]
-        )
-    assert reply.tool_calls, f"no tool call on {name}: {reply.content!r}"
-    call = reply.tool_calls[0]
-    assert call["name"] == "get_weather"
-    assert isinstance(call["args"].get("city"), str)
+        model = _roles(engine, {"engine.engine": name}).chat("actor", max_tokens=64)
+        step = asyncio.run(run_agent_turn(model, turn))
+    assert step.tool_calls, f"no tool call on {name}: {step.output!r}"
+    call = step.tool_calls[0]
+    assert call.name == "get_weather" and call.error is None
+    assert isinstance(call.arguments.get("city"), str)
+    assert call.result == f"sunny in {call.arguments['city']}"
 
 
 def test_n_samples_where_the_engine_honours_n(engine: LocalEngine) -> None:

@@ -1,0 +1,85 @@
+"""Tool calls a model wrote as text in ``content`` instead of as structured ``tool_calls``.
+
+llama.cpp's ``llama-server`` (``--jinja``, the llama.cpp vendored in llama-cpp-python 0.3.36)
+parses a Qwen2.5 tool call only in the exact form its template asks for; the Qwen2.5-Coder
+models of this project often write the same call as a bare or fenced JSON object, which the
+server then returns as ordinary text (issue 10, GUIDE §5). Other OpenAI-compatible servers
+without a tool-call parser (vLLM without ``--tool-call-parser``) do the same.
+
+`recover_tool_calls` reads such a reply back as the calls it is, but only when the whole text is
+calls of offered tools: ``<tool_call>`` blocks (Hermes / Qwen), or one JSON object with ``name``
+and ``arguments`` (or ``parameters``), or a JSON list of them, optionally inside a code fence.
+A reply with anything else in it (prose, an unknown tool name, arguments that are not an
+object) stays text, so an agent's answer is never mistaken for a call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.messages.tool import ToolCall, tool_call
+
+_TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+_FENCE = re.compile(r"^```[A-Za-z]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
+RECOVERED_ID_PREFIX = "text-call-"
+"""Prefix of the ids given to recovered calls (the text carried none)."""
+
+
+def _call_objects(text: str) -> list[Any] | None:
+    """The JSON values the text consists of, or None when it is not only calls."""
+    tagged = _TAGGED.findall(text)
+    if tagged:
+        if _TAGGED.sub("", text).strip():
+            return None
+        chunks = tagged
+    else:
+        fenced = _FENCE.match(text.strip())
+        chunks = [fenced.group(1) if fenced else text]
+    values: list[Any] = []
+    for chunk in chunks:
+        try:
+            value = json.loads(chunk)
+        except json.JSONDecodeError:
+            return None
+        values.extend(value if isinstance(value, list) else [value])
+    return values
+
+
+def _as_call(value: Any, offered: Collection[str], call_id: str) -> ToolCall | None:
+    if not isinstance(value, dict) or value.get("name") not in offered:
+        return None
+    arguments = value.get("arguments", value.get("parameters", {}))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            return None
+    if not isinstance(arguments, dict):
+        return None
+    return tool_call(name=value["name"], args=arguments, id=call_id)
+
+
+def recover_tool_calls(
+    reply: AIMessage, offered: Collection[str], *, model_call: int = 0
+) -> AIMessage | None:
+    """The reply as a tool-calling message when its text is only calls of `offered` tools;
+    None otherwise (a reply that already has tool calls, or any other text). Recovered calls
+    get the ids ``text-call-<model_call>-<i>``, unique within an agent's turn."""
+    if reply.tool_calls or not reply.text.strip():
+        return None
+    values = _call_objects(reply.text.strip())
+    if not values:
+        return None
+    calls = [
+        _as_call(value, offered, f"{RECOVERED_ID_PREFIX}{model_call}-{index}")
+        for index, value in enumerate(values)
+    ]
+    if any(call is None for call in calls):
+        return None
+    return reply.model_copy(
+        update={"content": "", "tool_calls": [call for call in calls if call is not None]}
+    )
