@@ -10,6 +10,7 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+import openai
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
@@ -72,13 +73,17 @@ class RoleChatOpenAI(ChatOpenAI):
         **kwargs: Any,
     ) -> ChatResult:
         role, base_url = self._endpoint()
+
+        def attempt() -> ChatResult:
+            try:
+                return super(RoleChatOpenAI, self)._generate(
+                    messages, stop=stop, run_manager=run_manager, **kwargs
+                )
+            except openai.LengthFinishReasonError as capped:
+                return self._capped_result(capped)
+
         return call_with_reply_retries(
-            lambda: super(RoleChatOpenAI, self)._generate(
-                messages, stop=stop, run_manager=run_manager, **kwargs
-            ),
-            role=role,
-            base_url=base_url,
-            max_retries=self.max_retries,
+            attempt, role=role, base_url=base_url, max_retries=self.max_retries
         )
 
     async def _agenerate(
@@ -89,14 +94,29 @@ class RoleChatOpenAI(ChatOpenAI):
         **kwargs: Any,
     ) -> ChatResult:
         role, base_url = self._endpoint()
+
+        async def attempt() -> ChatResult:
+            try:
+                return await super(RoleChatOpenAI, self)._agenerate(
+                    messages, stop=stop, run_manager=run_manager, **kwargs
+                )
+            except openai.LengthFinishReasonError as capped:
+                return self._capped_result(capped)
+
         return await acall_with_reply_retries(
-            lambda: super(RoleChatOpenAI, self)._agenerate(
-                messages, stop=stop, run_manager=run_manager, **kwargs
-            ),
-            role=role,
-            base_url=base_url,
-            max_retries=self.max_retries,
+            attempt, role=role, base_url=base_url, max_retries=self.max_retries
         )
+
+    def _capped_result(self, capped: openai.LengthFinishReasonError) -> ChatResult:
+        """A reply that hit its token cap, as the result it is (finish reason ``length``).
+
+        With a ``response_format`` langchain-openai reads the reply through openai's
+        ``parse()``, which raises for a capped reply instead of returning it (it crashed
+        `grse demo` on a fresh install when the optimizer's induce ran to its 450-token cap).
+        Returned, the structured path reads the cut-off object leniently or asks for a repair,
+        and the ledger counts its tokens, like any capped reply without a ``response_format``.
+        """
+        return self._create_chat_result(capped.completion)
 
     def _stream(
         self,

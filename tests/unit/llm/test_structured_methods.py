@@ -396,3 +396,44 @@ def test_streamed_calls_keep_their_usage_and_the_ledger_counts_runaway_stops() -
     usage = roles.ledger.report().role("critic")
     assert (usage.calls, usage.failures, usage.runaway_stops) == (2, 1, 1)
     assert (usage.prompt_tokens, usage.completion_tokens) == (9, 2)
+
+
+# --- a reply capped under a response_format -----------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["json_grammar", "json_object", "json_schema"])
+def test_a_capped_reply_under_a_response_format_is_read_not_raised(method: str) -> None:
+    # openai's parse() raises LengthFinishReasonError for a reply that hit its cap; the role's
+    # client returns it instead, so the cut-off object is closed leniently (or repaired).
+    def handle(request: httpx.Request) -> httpx.Response:
+        assert "response_format" in json.loads(request.content)
+        return httpx.Response(
+            200,
+            json={
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "length",
+                        "message": {"role": "assistant", "content": '{"label": "ok", "score": 2'},
+                    }
+                ],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 4, "total_tokens": 11},
+            },
+        )
+
+    roles = ModelRoles(
+        load_config(env={"GRSE_CRITIC_STRUCTURED_METHOD": method}),
+        UsageLedger(),
+        engine_url="http://127.0.0.1:9/v1",
+        env={},
+        async_transport=httpx.MockTransport(handle),
+    )
+    outcome = asyncio.run(astructured_outcome(roles.chat("critic"), Verdict, QUESTION))
+    assert outcome.value == Verdict(label="ok", score=2)
+    usage = roles.ledger.report().role("critic")
+    assert (usage.calls, usage.failures) == (1, 0)
+    assert (usage.prompt_tokens, usage.completion_tokens) == (7, 4)
