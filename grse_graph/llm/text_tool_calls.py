@@ -3,8 +3,7 @@
 llama.cpp's ``llama-server`` (``--jinja``, the llama.cpp vendored in llama-cpp-python 0.3.36)
 parses a Qwen2.5 tool call only in the exact form its template asks for; the Qwen2.5-Coder
 models of this project often write the same call as a bare or fenced JSON object, which the
-server then returns as ordinary text (issue 10, GUIDE §5). Other OpenAI-compatible servers
-without a tool-call parser (vLLM without ``--tool-call-parser``) do the same.
+server then returns as ordinary text (issue 10, GUIDE §5).
 
 `recover_tool_calls` reads such a reply back as the calls it is, but only when the whole text is
 calls of offered tools: ``<tool_call>`` blocks (Hermes / Qwen), or one JSON object with ``name``
