@@ -195,6 +195,35 @@ def test_a_streamed_call_whose_name_repeats_in_every_chunk_is_read() -> None:
     assert other.problem_without_json == "the reply did not call the function Bounded"
 
 
+def _completion(
+    message: dict[str, Any], *, finish_reason: str = "stop", usage: tuple[int, int] = (5, 5)
+) -> httpx.Response:
+    """A chat completion with one choice, as an OpenAI-compatible server sends it."""
+    prompt, completion = usage
+    return httpx.Response(
+        200,
+        json={
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        },
+    )
+
+
+def _roles(env: dict[str, str], **transport: httpx.MockTransport) -> ModelRoles:
+    """Roles on a fake endpoint (`transport` / `async_transport`)."""
+    return ModelRoles(
+        load_config(env=env), UsageLedger(), engine_url="http://127.0.0.1:9/v1", env={}, **transport
+    )
+
+
 def _requests_through_roles(method: StructuredMethod) -> list[dict[str, Any]]:
     seen: list[dict[str, Any]] = []
 
@@ -213,25 +242,9 @@ def _requests_through_roles(method: StructuredMethod) -> list[dict[str, Any]]:
                     }
                 ],
             }
-        return httpx.Response(
-            200,
-            json={
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "m",
-                "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-                "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
-            },
-        )
+        return _completion(message)
 
-    roles = ModelRoles(
-        load_config(env={"GRSE_CRITIC_STRUCTURED_METHOD": method}),
-        UsageLedger(),
-        engine_url="http://127.0.0.1:9/v1",
-        env={},
-        transport=httpx.MockTransport(handle),
-    )
+    roles = _roles({"GRSE_CRITIC_STRUCTURED_METHOD": method}, transport=httpx.MockTransport(handle))
     assert structured_call(roles.chat("critic"), Verdict, QUESTION) == Verdict(label="ok", score=2)
     return seen
 
@@ -383,13 +396,7 @@ def test_streamed_calls_keep_their_usage_and_the_ledger_counts_runaway_stops() -
         return replies.pop(0)
 
     env = {"GRSE_CRITIC_STRUCTURED_METHOD": "json_object", "GRSE_CRITIC_STRUCTURED_STREAM": "1"}
-    roles = ModelRoles(
-        load_config(env=env),
-        UsageLedger(),
-        engine_url="http://127.0.0.1:9/v1",
-        env={},
-        async_transport=httpx.MockTransport(handle),
-    )
+    roles = _roles(env, async_transport=httpx.MockTransport(handle))
     outcome = asyncio.run(astructured_outcome(roles.chat("critic"), Verdict, QUESTION))
     assert outcome.value == Verdict(label="ok", score=3)
     assert all(r["stream"] and r["stream_options"] == {"include_usage": True} for r in requests)
@@ -407,30 +414,11 @@ def test_a_capped_reply_under_a_response_format_is_read_not_raised(method: str) 
     # client returns it instead, so the cut-off object is closed leniently (or repaired).
     def handle(request: httpx.Request) -> httpx.Response:
         assert "response_format" in json.loads(request.content)
-        return httpx.Response(
-            200,
-            json={
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "m",
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "length",
-                        "message": {"role": "assistant", "content": '{"label": "ok", "score": 2'},
-                    }
-                ],
-                "usage": {"prompt_tokens": 7, "completion_tokens": 4, "total_tokens": 11},
-            },
-        )
+        cut_off = {"role": "assistant", "content": '{"label": "ok", "score": 2'}
+        return _completion(cut_off, finish_reason="length", usage=(7, 4))
 
-    roles = ModelRoles(
-        load_config(env={"GRSE_CRITIC_STRUCTURED_METHOD": method}),
-        UsageLedger(),
-        engine_url="http://127.0.0.1:9/v1",
-        env={},
-        async_transport=httpx.MockTransport(handle),
+    roles = _roles(
+        {"GRSE_CRITIC_STRUCTURED_METHOD": method}, async_transport=httpx.MockTransport(handle)
     )
     outcome = asyncio.run(astructured_outcome(roles.chat("critic"), Verdict, QUESTION))
     assert outcome.value == Verdict(label="ok", score=2)

@@ -3,15 +3,10 @@ whole reply is calls of offered tools."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import StructuredTool
+from langchain_core.messages import AIMessage
 
 from grse_graph.llm.text_tool_calls import recover_tool_calls
-from grse_graph.team.agent import AgentTurnInput, run_agent_turn
-from tests.fakes import ScriptedChatModel
 
 OFFERED = {"grep", "load_skill"}
 
@@ -69,30 +64,3 @@ def test_anything_but_offered_calls_stays_text(text: str) -> None:
 def test_a_reply_that_already_calls_is_left_alone() -> None:
     reply = AIMessage(content="", tool_calls=[{"name": "grep", "args": {}, "id": "c1"}])
     assert recover_tool_calls(reply, OFFERED) is None
-
-
-def _lookup(query: str) -> str:
-    """Look a word up."""
-    return f"[D1:3] Nadia said she adopted {query}."
-
-
-def test_the_agent_runs_a_call_written_as_text_and_then_answers() -> None:
-    turn = AgentTurnInput(
-        index=0,
-        agent="retriever",
-        system_prompt="Find the evidence.",
-        user_input="Question: what did Nadia adopt?",
-        task_tools=(StructuredTool.from_function(_lookup, name="lookup"),),
-        max_tool_calls=2,
-    )
-    model = ScriptedChatModel(
-        ['{"name": "lookup", "arguments": {"query": "cat"}}', "Evidence: [D1:3] a cat"]
-    )
-    step = asyncio.run(run_agent_turn(model, turn))
-    assert [(r.name, r.arguments, r.result) for r in step.tool_calls] == [
-        ("lookup", {"query": "cat"}, "[D1:3] Nadia said she adopted cat.")
-    ]
-    result = model.calls[1][-1]
-    assert isinstance(result, ToolMessage)
-    assert result.tool_call_id == "text-call-0-0"
-    assert step.output == "Evidence: [D1:3] a cat"
