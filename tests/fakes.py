@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import httpx
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
@@ -58,6 +59,29 @@ class ScriptedChatModel(GenericFakeChatModel):
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
         return self
+
+
+def chat_completion(
+    message: dict[str, Any], *, finish_reason: str = "stop", usage: tuple[int, int] = (5, 5)
+) -> httpx.Response:
+    """A chat completion with one choice, as an OpenAI-compatible server sends it (for
+    `httpx.MockTransport` handlers); `usage` is (prompt, completion) tokens."""
+    prompt, completion = usage
+    return httpx.Response(
+        200,
+        json={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        },
+    )
 
 
 def tool_call_message(name: str, args: dict[str, Any], call_id: str = "call_1") -> AIMessage:

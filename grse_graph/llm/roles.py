@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -14,7 +15,7 @@ import openai
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_openai import ChatOpenAI
@@ -30,6 +31,7 @@ from grse_graph.llm.structured import (
     STRUCTURED_METHOD_KEY,
     STRUCTURED_STREAM_KEY,
 )
+from grse_graph.llm.text_tool_calls import recover_tool_calls
 from grse_graph.llm.tokens import ServerTokenCounter, TokenCounter
 from grse_graph.llm.tool_transcript import DROPS_TOOL_MESSAGES, TOOL_TRANSCRIPT_KEY, Transcript
 from grse_graph.llm.transport import (
@@ -44,6 +46,8 @@ EMBEDDED_API_KEY = "sk-grse-local"
 UNAUTHENTICATED_API_KEY = "EMPTY"
 """Key sent to a remote endpoint configured without ``api_key_env`` (vLLM without ``--api-key``)."""
 
+logger = logging.getLogger(__name__)
+
 _AUTO_STRUCTURED: dict[str | None, StructuredMethod] = {
     "llama-cpp-python": "json_grammar",
     "llama-server": "json_schema",
@@ -51,13 +55,51 @@ _AUTO_STRUCTURED: dict[str | None, StructuredMethod] = {
 """What ``structured_method = "auto"`` resolves to per embedded engine (else function calling)."""
 
 
+def _with_text_tool_calls(
+    result: ChatResult, messages: Sequence[BaseMessage], request: Mapping[str, Any]
+) -> ChatResult:
+    """`result` with each reply that wrote calls of the request's tools as text turned into
+    those calls (see `RoleChatOpenAI`); unchanged when no tools were offered."""
+    if request.get("tool_choice") == "none":
+        return result
+    offered = {
+        tool["function"]["name"]
+        for tool in request.get("tools") or ()
+        if isinstance(tool, Mapping) and tool.get("type") == "function"
+    }
+    if not offered:
+        return result
+    # The replies so far in this conversation number the recovered calls' ids.
+    model_call = sum(isinstance(message, AIMessage) for message in messages)
+    generations = []
+    for generation in result.generations:
+        message = generation.message if isinstance(generation, ChatGeneration) else None
+        recovered = (
+            recover_tool_calls(message, offered, model_call=model_call)
+            if isinstance(message, AIMessage)
+            else None
+        )
+        if recovered is None:
+            generations.append(generation)
+            continue
+        logger.info("tool call read back from the reply's text: %s", recovered.tool_calls)
+        generations.append(
+            ChatGeneration(message=recovered, generation_info=generation.generation_info)
+        )
+    return result.model_copy(update={"generations": generations})
+
+
 class RoleChatOpenAI(ChatOpenAI):
     """`ChatOpenAI` that sends ``tool_choice="auto"`` when tools are bound without a choice,
-    and whose endpoint failures are typed one-line errors.
+    reads tool calls written as text back as calls, and whose endpoint failures are typed
+    one-line errors.
 
     OpenAI and vLLM treat a missing ``tool_choice`` with tools as ``auto``; llama-cpp-python's
-    server treats it as ``none`` and does not even show the tools to the model. A reply that is
-    not a chat completion is asked for again and a call that fails after its retries raises
+    server treats it as ``none`` and does not even show the tools to the model. llama-server
+    with the Qwen2.5-Coder models returns many calls as JSON text; a reply whose whole text is
+    calls of the request's tools becomes those calls (`grse_graph.llm.text_tool_calls`), for
+    every agent built on a role's model, the team's or your own. A reply that is not a chat
+    completion is asked for again and a call that fails after its retries raises
     `ModelEndpointError` / `ModelRequestRefused` (see `grse_graph.llm.transport`).
     """
 
@@ -76,11 +118,12 @@ class RoleChatOpenAI(ChatOpenAI):
 
         def attempt() -> ChatResult:
             try:
-                return super(RoleChatOpenAI, self)._generate(
+                result = super(RoleChatOpenAI, self)._generate(
                     messages, stop=stop, run_manager=run_manager, **kwargs
                 )
             except openai.LengthFinishReasonError as capped:
-                return self._capped_result(capped)
+                result = self._capped_result(capped)
+            return _with_text_tool_calls(result, messages, kwargs)
 
         return call_with_reply_retries(
             attempt, role=role, base_url=base_url, max_retries=self.max_retries
@@ -97,11 +140,12 @@ class RoleChatOpenAI(ChatOpenAI):
 
         async def attempt() -> ChatResult:
             try:
-                return await super(RoleChatOpenAI, self)._agenerate(
+                result = await super(RoleChatOpenAI, self)._agenerate(
                     messages, stop=stop, run_manager=run_manager, **kwargs
                 )
             except openai.LengthFinishReasonError as capped:
-                return self._capped_result(capped)
+                result = self._capped_result(capped)
+            return _with_text_tool_calls(result, messages, kwargs)
 
         return await acall_with_reply_retries(
             attempt, role=role, base_url=base_url, max_retries=self.max_retries

@@ -29,14 +29,14 @@ RECOVERED_ID_PREFIX = "text-call-"
 
 
 def _call_objects(text: str) -> list[Any] | None:
-    """The JSON values the text consists of, or None when it is not only calls."""
+    """The JSON values the (stripped) text consists of, or None when it is not only calls."""
     tagged = _TAGGED.findall(text)
     if tagged:
         if _TAGGED.sub("", text).strip():
             return None
         chunks = tagged
     else:
-        fenced = _FENCE.match(text.strip())
+        fenced = _FENCE.match(text)
         chunks = [fenced.group(1) if fenced else text]
     values: list[Any] = []
     for chunk in chunks:
@@ -67,18 +67,18 @@ def recover_tool_calls(
 ) -> AIMessage | None:
     """The reply as a tool-calling message when its text is only calls of `offered` tools;
     None otherwise (a reply that already has tool calls, or any other text). Recovered calls
-    get the ids ``text-call-<model_call>-<i>``, unique within an agent's turn."""
-    if reply.tool_calls or not reply.text.strip():
+    get the ids ``text-call-<model_call>-<i>``: `model_call` counts the replies before this one
+    in its conversation, so the ids are unique there."""
+    text = reply.text.strip()
+    if reply.tool_calls or not text:
         return None
-    values = _call_objects(reply.text.strip())
+    values = _call_objects(text)
     if not values:
         return None
-    calls = [
-        _as_call(value, offered, f"{RECOVERED_ID_PREFIX}{model_call}-{index}")
-        for index, value in enumerate(values)
-    ]
-    if any(call is None for call in calls):
-        return None
-    return reply.model_copy(
-        update={"content": "", "tool_calls": [call for call in calls if call is not None]}
-    )
+    calls: list[ToolCall] = []
+    for index, value in enumerate(values):
+        call = _as_call(value, offered, f"{RECOVERED_ID_PREFIX}{model_call}-{index}")
+        if call is None:
+            return None
+        calls.append(call)
+    return reply.model_copy(update={"content": "", "tool_calls": calls})

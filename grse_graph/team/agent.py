@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -15,13 +14,10 @@ from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict
 
-from grse_graph.llm.text_tool_calls import recover_tool_calls
 from grse_graph.llm.tool_transcript import tool_result_message, tool_transcript
 
 from .layout import PROMPT_LAYOUTS, PromptLayout
 from .rollout import Step, StepUsage, ToolCallRecord
-
-logger = logging.getLogger(__name__)
 
 
 class AgentTurnInput(BaseModel):
@@ -256,14 +252,6 @@ async def run_agent_turn(
         else:
             bound = _bind(model, turn, offered, first_call=model_call == 0) if with_tools else model
             reply = await meter.call(bound, messages, config)
-        if with_tools and not reply.tool_calls:
-            recovered = recover_tool_calls(
-                reply, {tool.name for tool in offered}, model_call=model_call
-            )
-            if recovered is not None:
-                # The engine returned the call as text (llama-server with Qwen2.5-Coder).
-                logger.info("%s: tool call read back from the reply's text", turn.agent)
-                reply = recovered
         if with_tools and not reply.tool_calls and transcript == "text":
             # This engine cannot write text while tools are offered: ask for it without them.
             reply = await meter.call(model, messages, config)

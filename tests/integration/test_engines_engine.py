@@ -100,7 +100,7 @@ def test_structured_output_into_a_pydantic_model(engine: LocalEngine) -> None:
 @pytest.mark.parametrize("name", ENGINES)
 def test_tool_call(name: ConcreteEngine, tmp_path: Path) -> None:
     # Through the agent loop, as a team runs it: on llama-server the Qwen2.5-Coder model often
-    # writes the call as JSON text, which the loop reads back (`llm.text_tool_calls`).
+    # writes the call as JSON text, which the role's client reads back (`llm.text_tool_calls`).
     settings = _settings(name, TOOL_MODEL[name])
     turn = AgentTurnInput(
         index=0,

@@ -22,7 +22,7 @@ from grse_graph.llm.structured import (
     json_request,
     structured_call,
 )
-from tests.fakes import ScriptedChatModel, tool_call_message
+from tests.fakes import ScriptedChatModel, chat_completion, tool_call_message
 
 
 class Verdict(BaseModel):
@@ -201,25 +201,11 @@ def test_unknown_method_in_metadata_is_a_config_error() -> None:
     assert model.calls == []
 
 
-def _reply(message: dict[str, Any]) -> httpx.Response:
-    return httpx.Response(
-        200,
-        json={
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
-        },
-    )
-
-
 def test_model_roles_carry_the_role_method_to_structured_call() -> None:
     requests: list[dict[str, Any]] = []
     replies = [
-        _reply({"role": "assistant", "content": 'Verdict:\n{"label": "ok", "score": 2}'}),
-        _reply(
+        chat_completion({"role": "assistant", "content": 'Verdict:\n{"label": "ok", "score": 2}'}),
+        chat_completion(
             {
                 "role": "assistant",
                 "content": None,

@@ -29,7 +29,7 @@ from grse_graph.llm.structured import (
     structured_outcome,
 )
 from grse_graph.methods.grse.critic_schema import critic_output_schema
-from tests.fakes import ScriptedChatModel, tool_call_message
+from tests.fakes import ScriptedChatModel, chat_completion, tool_call_message
 
 
 class Verdict(BaseModel):
@@ -195,28 +195,6 @@ def test_a_streamed_call_whose_name_repeats_in_every_chunk_is_read() -> None:
     assert other.problem_without_json == "the reply did not call the function Bounded"
 
 
-def _completion(
-    message: dict[str, Any], *, finish_reason: str = "stop", usage: tuple[int, int] = (5, 5)
-) -> httpx.Response:
-    """A chat completion with one choice, as an OpenAI-compatible server sends it."""
-    prompt, completion = usage
-    return httpx.Response(
-        200,
-        json={
-            "id": "x",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],
-            "usage": {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-            },
-        },
-    )
-
-
 def _roles(env: dict[str, str], **transport: httpx.MockTransport) -> ModelRoles:
     """Roles on a fake endpoint (`transport` / `async_transport`)."""
     return ModelRoles(
@@ -242,7 +220,7 @@ def _requests_through_roles(method: StructuredMethod) -> list[dict[str, Any]]:
                     }
                 ],
             }
-        return _completion(message)
+        return chat_completion(message)
 
     roles = _roles({"GRSE_CRITIC_STRUCTURED_METHOD": method}, transport=httpx.MockTransport(handle))
     assert structured_call(roles.chat("critic"), Verdict, QUESTION) == Verdict(label="ok", score=2)
@@ -415,7 +393,7 @@ def test_a_capped_reply_under_a_response_format_is_read_not_raised(method: str) 
     def handle(request: httpx.Request) -> httpx.Response:
         assert "response_format" in json.loads(request.content)
         cut_off = {"role": "assistant", "content": '{"label": "ok", "score": 2'}
-        return _completion(cut_off, finish_reason="length", usage=(7, 4))
+        return chat_completion(cut_off, finish_reason="length", usage=(7, 4))
 
     roles = _roles(
         {"GRSE_CRITIC_STRUCTURED_METHOD": method}, async_transport=httpx.MockTransport(handle)

@@ -3,10 +3,19 @@ whole reply is calls of offered tools."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+from typing import Any
+
+import httpx
 import pytest
 from langchain_core.messages import AIMessage
 
+from grse_graph.llm import ModelRoles, UsageLedger, load_config
 from grse_graph.llm.text_tool_calls import recover_tool_calls
+from grse_graph.team.agent import run_agent_turn
+from tests.fakes import chat_completion
+from tests.unit.team.test_tool_transcript import TURN
 
 OFFERED = {"grep", "load_skill"}
 
@@ -64,3 +73,37 @@ def test_anything_but_offered_calls_stays_text(text: str) -> None:
 def test_a_reply_that_already_calls_is_left_alone() -> None:
     reply = AIMessage(content="", tool_calls=[{"name": "grep", "args": {}, "id": "c1"}])
     assert recover_tool_calls(reply, OFFERED) is None
+
+
+def test_the_role_client_turns_a_call_written_as_text_into_a_call_the_agent_runs() -> None:
+    requests: list[dict[str, Any]] = []
+    replies = ['{"name": "lookup", "arguments": {"query": "cat"}}', "Evidence: a cat"]
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        requests.append(json.loads(await request.aread()))
+        return chat_completion({"role": "assistant", "content": replies.pop(0)})
+
+    roles = ModelRoles(
+        load_config(env={"GRSE_ACTOR_TOOL_TRANSCRIPT": "native"}),
+        UsageLedger(),
+        engine_url="http://127.0.0.1:9/v1",
+        env={},
+        async_transport=httpx.MockTransport(handle),
+    )
+    step = asyncio.run(run_agent_turn(roles.chat("actor"), TURN))
+    assert [(r.name, r.arguments, r.result) for r in step.tool_calls] == [
+        ("lookup", {"query": "cat"}, "[D1:3] Nadia said she adopted cat.")
+    ]
+    assert step.output == "Evidence: a cat"
+    replayed = requests[1]["messages"]
+    assert replayed[-2]["tool_calls"][0]["id"] == "text-call-0-0"
+    assert replayed[-1] == {
+        "role": "tool",
+        "content": "[D1:3] Nadia said she adopted cat.",
+        "tool_call_id": "text-call-0-0",
+    }
+
+
+def test_without_offered_tools_a_json_reply_stays_text() -> None:
+    reply = AIMessage(content='{"name": "lookup", "arguments": {"query": "cat"}}')
+    assert recover_tool_calls(reply, set()) is None

@@ -57,16 +57,6 @@ def test_text_transcript_sends_results_as_user_text_and_asks_for_the_answer_with
     assert model.calls[2] == model.calls[1]
 
 
-def test_a_call_written_as_text_is_run_and_answered_natively() -> None:
-    # llama-server with Qwen2.5-Coder writes the call as JSON text (`llm.text_tool_calls`).
-    model = _run(None, ['{"name": "lookup", "arguments": {"query": "cat"}}', "Evidence: a cat"])
-    assert len(model.calls) == 2
-    result = model.calls[1][-1]
-    assert isinstance(result, ToolMessage)
-    assert result.tool_call_id == "text-call-0-0"
-    assert result.text == "[D1:3] Nadia said she adopted cat."
-
-
 @pytest.mark.parametrize(
     ("engine", "chat_format", "base_url", "expected"),
     [
