@@ -70,15 +70,31 @@ def normalise_description(text: str, fallback: str) -> str:
     return value[:MAX_DESCRIPTION_CHARS]
 
 
+def _word_stem(word: str) -> str:
+    return word[:-1] if word.endswith("s") else word
+
+
+_NAME_RULE_STEMS = frozenset(_word_stem(w) for w in slugify_name(NAME_RULE).split("-"))
+
+
+def _echoes_name_rule(name: str) -> bool:
+    """Whether most of a name's words are words of the name rule: the 1.5B optimizer
+    answered "two-to-four-hypen-word-skill-with-hyphens-description"."""
+    words = name.split("-")
+    echoed = sum(_word_stem(w) in _NAME_RULE_STEMS for w in words)
+    return echoed * 2 > len(words)
+
+
 def normalise_name(text: str, fallback: str, taken: Iterable[str]) -> str:
     """A valid skill name from the model's proposal (else `fallback`), unique against `taken`
     by a numeric suffix. A proposal without a letter ("2-4") or that only echoes the prompt's
-    name rule ("two-to-four-lowercase-words") names nothing and takes the fallback too."""
+    name rule (most of its words are the rule's, as in "two-to-four-lowercase-words")
+    names nothing and takes the fallback too."""
     try:
         base = slugify_name(text)
     except ValueError:
         base = slugify_name(fallback)
-    if not re.search("[a-z]", base) or f"-{base}-" in f"-{slugify_name(NAME_RULE)}-":
+    if not re.search("[a-z]", base) or _echoes_name_rule(base):
         base = slugify_name(fallback)
     used = set(taken)
     if base not in used:

@@ -176,9 +176,15 @@ def test_a_proposed_name_without_a_letter_takes_the_fallback() -> None:
     assert normalise_name("2-4", "handoff_error", ["handoff-error"]) == "handoff-error-2"
     assert normalise_name("quote-2-hops", "handoff_error", []) == "quote-2-hops"
     # ... or only echoing the prompt's name rule.
-    for echo in ("two-to-four", "Two to four lowercase words", "words-joined-by-hyphens"):
+    echoes = (
+        "two-to-four",
+        "Two to four lowercase words",
+        "words-joined-by-hyphens",
+        "two-to-four-hypen-word-skill-with-hyphens-description",
+    )
+    for echo in echoes:
         assert normalise_name(echo, "handoff_error", []) == "handoff-error"
-    assert normalise_name("four-words", "handoff_error", []) == "four-words"
+    assert normalise_name("answer-in-few-words", "handoff_error", []) == "answer-in-few-words"
 
 
 def test_induce_respects_library_limit_without_model_call() -> None:
