@@ -303,16 +303,14 @@ def print_summary(runs: dict[int, dict[str, dict[str, Any]]], console: Console) 
         table.add_column(name, justify="right")
     for seed, results in runs.items():
         table.add_row(str(seed), *(f"{results[name]['wall']:.1f}" for name in names))
-    totals = {name: sum(results[name]["wall"] for results in runs.values()) for name in names}
+
+    def summed(measure: str) -> dict[str, Any]:
+        return {name: sum(results[name][measure] for results in runs.values()) for name in names}
+
+    totals, invalid, units = summed("wall"), summed("critic_invalid"), summed("critic_units")
     table.add_row("sum", *(f"{totals[name]:.1f}" for name in names))
     first = totals[names[0]]
     table.add_row("vs first profile", *(f"{first / totals[name]:.2f}x faster" for name in names))
-    invalid = {
-        name: sum(results[name]["critic_invalid"] for results in runs.values()) for name in names
-    }
-    units = {
-        name: sum(results[name]["critic_units"] for results in runs.values()) for name in names
-    }
     table.add_row(
         "critic outputs invalid / groups", *(f"{invalid[name]} / {units[name]}" for name in names)
     )
