@@ -1,4 +1,5 @@
-"""`grse skills validate|show|diff|export`: inspect and ship skill folders, libraries and packs.
+"""`grse skills validate|show|diff|export|audit`: inspect, ship and measure skill folders,
+libraries and packs (`audit` lives in `audit_cmd`: it runs the team, the others only read files).
 
 Everything printed comes from files the user may not have written, so it is treated as text:
 every name, description, path and problem is escaped with `shown` (control characters are
@@ -26,6 +27,8 @@ from rich.text import Text
 from grse_graph.errors import SkillError
 from grse_graph.skills import PathReport, Skill, approx_tokens, export_run_pack, inspect_path, shown
 from grse_graph.skills.diff import library_diff
+
+from .audit_cmd import audit_command
 
 PathArgument = Annotated[
     Path, typer.Argument(help="A skill folder, a library folder, a folder of libraries or a pack.")
@@ -191,9 +194,9 @@ def export(
 
 
 def register(app: typer.Typer) -> None:
-    """Register `grse skills validate|show|diff|export`."""
+    """Register `grse skills validate|show|diff|export|audit`."""
     skills = typer.Typer(
-        help="Validate, list, compare and export SKILL.md skill libraries.",
+        help="Validate, list, compare, export and audit SKILL.md skill libraries.",
         no_args_is_help=True,
         rich_markup_mode=None,
     )
@@ -201,4 +204,5 @@ def register(app: typer.Typer) -> None:
     skills.command("show")(show)
     skills.command("diff")(diff)
     skills.command("export")(export)
+    skills.command("audit")(_one_line_errors(audit_command))
     app.add_typer(skills, name="skills")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
@@ -28,7 +29,12 @@ class QuestionAnswerer(Protocol):
 
 
 class TeamAnswerer:
-    """Answers with one execution of an agent team."""
+    """Answers with one execution of an agent team.
+
+    `replay` maps question ids to an earlier greedy execution of the same question (for
+    example another library's evaluation): under greedy sampling every agent whose prompt is
+    unchanged reuses its recorded step instead of calling the model (`TeamState.replay`).
+    """
 
     method = "team"
 
@@ -39,12 +45,14 @@ class TeamAnswerer:
         provider: ChatModelProvider,
         sampling: SamplingSettings,
         metadata: dict[str, Any] | None = None,
+        replay: Mapping[str, Rollout] | None = None,
     ) -> None:
         self.spec = spec
         self.task = task
         self.provider = provider
         self.sampling = sampling
         self.metadata = dict(metadata or {})
+        self.replay = dict(replay or {})
 
     def describe(self) -> dict[str, Any]:
         """Agents with their skill mode and library contents, and the sampling settings."""
@@ -63,6 +71,7 @@ class TeamAnswerer:
 
     async def answer(self, question: TaskQuestion, *, rollout_id: str) -> Rollout:
         """One team rollout, scored by the task."""
+        earlier = self.replay.get(question.id)
         return await run_rollout(
             self.spec,
             self.task,
@@ -71,4 +80,5 @@ class TeamAnswerer:
             sampling=self.sampling,
             rollout_id=rollout_id,
             metadata={**self.metadata, "method": self.method},
+            replay=earlier.steps if earlier is not None and earlier.error is None else (),
         )

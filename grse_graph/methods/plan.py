@@ -205,6 +205,25 @@ class SkillLink(BaseModel):
     iteration: int
 
 
+class ProbeEvidence(BaseModel):
+    """A skill's effect measured by execution (`grse_graph.probes`) beside the critic's credit,
+    and which of the two set the skill's direction."""
+
+    agent: str
+    skill_id: str
+    effect: float | None
+    low: float | None = None
+    high: float | None = None
+    questions: int = 0
+    verdict: Literal["helps", "hurts", "no effect"]
+    # The critic's aggregated utility for the skill before the probe was read (None: silent).
+    critic_utility: float | None = None
+    critic_verdict: DirectionVerdict | None = None
+    # The critic credited the skill with the opposite sign of a reliable measured effect.
+    contradicts: bool = False
+    decided_by: Literal["probe", "critic", "none"] = "none"
+
+
 class AggregationResult(BaseModel):
     """Edit directions, induction patterns and agent feedback of one iteration."""
 
@@ -225,6 +244,8 @@ class AggregationResult(BaseModel):
     # Per agent, how often each skill was used (or exposed, for exposure-based methods) this
     # iteration; added to the skills' cumulative counts by `methods.utility.bookkeeping`.
     invocations: dict[str, dict[str, int]] = Field(default_factory=dict)
+    # With probe credit on: every probed skill's measured effect and how it entered the plan.
+    probe_evidence: list[ProbeEvidence] = Field(default_factory=list)
 
     def direction(self, agent: str, skill_id: str) -> EditDirection | None:
         """The direction of one (agent, skill), if any credit named it."""

@@ -167,6 +167,21 @@ def first_turn_input(spec: TeamSpec, task: Task, question: TaskQuestion) -> Agen
     return main_turn_input(task, question, agent, position, kind, opening.delegation, delegates)[0]
 
 
+def reusable_step(replay: Sequence[Step], turn: AgentTurnInput) -> Step | None:
+    """The recorded step that a greedy turn would reproduce: same position, agent, system prompt
+    and input (so the same skills and the same upstream outputs). Under greedy decoding the
+    model's reply to an identical prompt is the recorded one, so the call is not made again."""
+    if turn.index >= len(replay):
+        return None
+    step = replay[turn.index]
+    same = (
+        step.agent == turn.agent
+        and step.system_prompt == turn.system_prompt
+        and step.input == turn.user_input
+    )
+    return step.model_copy(update={"reused": True}) if same else None
+
+
 async def run_recorded_turn(
     model: BaseChatModel,
     turn: AgentTurnInput,
@@ -208,6 +223,11 @@ class AgentNodes:
         """The task the team runs on."""
         return self._task
 
+    @property
+    def greedy(self) -> bool:
+        """Whether the graph decodes greedily (only then may a recorded step be replayed)."""
+        return self._sampling.temperature == 0.0
+
     def actor_model(self) -> BaseChatModel:
         """The model every agent turn of this graph calls."""
         return self._provider.chat("actor", sampling=self._sampling, max_tokens=self._max_tokens)
@@ -228,7 +248,12 @@ class AgentNodes:
                 turn, recorder = agent_turn_input(
                     task, question, agent, position, kind, state.steps
                 )
-                steps = [await run_recorded_turn(model, turn, recorder, config, opening)]
+                recorded = reusable_step(state.replay, turn) if self.greedy else None
+                steps = [
+                    recorded
+                    if recorded is not None
+                    else await run_recorded_turn(model, turn, recorder, config, opening)
+                ]
             else:
                 steps = await _delegating_turn(
                     spec,

@@ -41,6 +41,9 @@ class Step(BaseModel):
     skills_present: list[str] = Field(default_factory=list)
     skills_invoked: list[str] = Field(default_factory=list)
     usage: StepUsage = Field(default_factory=StepUsage)
+    # True when the step was taken from an earlier greedy execution (`TeamState.replay`)
+    # instead of calling the model: its usage is that execution's, not paid again.
+    reused: bool = False
 
 
 class Rollout(BaseModel):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphRecursionError
 
+from grse_graph.errors import ModelRequestRefused, StructuredOutputError
 from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
 from grse_graph.tasks.base import Task, TaskQuestion
 from grse_graph.tracing import traced_config
@@ -15,6 +18,16 @@ from .graph import build_team_graph, first_turn_input
 from .rollout import Rollout, Step
 from .spec import TeamSpec
 from .state import TeamState
+
+EXECUTION_ERRORS: tuple[type[BaseException], ...] = (
+    ModelRequestRefused,
+    StructuredOutputError,
+    GraphRecursionError,
+)
+"""What a failed team execution raises that belongs to this execution (a refused request, an
+unparsable reply, a team that loops). Anything else stops the caller: a bug, a crash, or
+`ModelEndpointError`, an endpoint that is down after its retries (recording every unit as
+failed would finish the run on nothing; stopped, the run resumes once the endpoint is back)."""
 
 # Each agent is one node; the limit only guards against a topology that loops by mistake.
 _RECURSION_PER_AGENT = 4
@@ -33,6 +46,7 @@ async def run_rollout(
     max_tokens: int | None = None,
     opening: PresampledReply | None = None,
     parent: RunnableConfig | None = None,
+    replay: Sequence[Step] = (),
 ) -> Rollout:
     """Execute the team once from a fresh state and score its answer with `task.score`.
 
@@ -41,7 +55,9 @@ async def run_rollout(
     replaces the first agent's first model call (see `sample_openings`). Model and HTTP errors
     propagate; callers decide whether to retry or record the failure. `parent` (a node's
     config) nests the team's run in the caller's trace (only its callbacks are taken); the
-    rollout records its `trace_id` and `run_id` (`grse_graph.tracing`).
+    rollout records its `trace_id` and `run_id` (`grse_graph.tracing`). With greedy
+    `sampling`, `replay` (an earlier rollout's steps for this question) is reused agent by
+    agent for as long as each agent's prompt equals the recorded one (`reusable_step`).
     """
     graph = build_team_graph(spec, task, provider, sampling=sampling, max_tokens=max_tokens)
     config: RunnableConfig = {
@@ -57,7 +73,10 @@ async def run_rollout(
         "recursion_limit": _RECURSION_PER_AGENT * len(spec.agents) + 5,
     }
     config, trace = traced_config(config, parent)
-    result = await graph.ainvoke(TeamState(question=question, opening=opening), config=config)
+    result = await graph.ainvoke(
+        TeamState(question=question, opening=opening, replay=list(replay)),
+        config=config,
+    )
     steps = [s if isinstance(s, Step) else Step.model_validate(s) for s in result["steps"]]
     answer = str(result["answer"])
     scored = task.score(question, answer)

@@ -25,6 +25,9 @@ class TeamState(BaseModel):
     `kind` is decided once per question (passages or conversation) by the first node that runs;
     `answer` is written by the agent that gives the team's final answer. `opening`, when set,
     is the first agent's first reply, sampled once for a group (`sample_first_replies`).
+    `replay` holds the steps of an earlier greedy execution of the same question: an agent
+    turn whose prompt (system prompt and input) equals the recorded step at its position
+    returns that step instead of calling the model (`reusable_step`).
     """
 
     question: TaskQuestion
@@ -33,3 +36,4 @@ class TeamState(BaseModel):
     steps: Annotated[list[Step], operator.add] = Field(default_factory=list)
     answer: str = ""
     opening: PresampledReply | None = None
+    replay: list[Step] = Field(default_factory=list)

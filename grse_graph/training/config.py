@@ -15,6 +15,7 @@ from grse_graph.llm.provider import SamplingSettings
 from grse_graph.methods.grse.method import GrseSettings
 from grse_graph.methods.operators import OperatorSchedule
 from grse_graph.methods.registry import MethodSection
+from grse_graph.probes import ProbeSettings
 from grse_graph.team.kinds import SkillMode
 from grse_graph.team.layout import PromptLayout
 
@@ -38,9 +39,11 @@ class TrainConfig(BaseModel):
     tolerance delta = 0.02, library limit L = 4, training sampling temperature 1.0 / top-p 0.95
     / top-k 20, greedy validation; the method section defaults to GRSE (G = 4).
     `schedule` None means the task's paper schedule (`OperatorSchedule.for_task`).
-    `validation_size` None means the whole validation split. `category` restricts a task to
-    one question category (LoCoMo per-category runs); `init_libraries` maps agents to library
-    folders the run starts from (empty: every agent starts without skills).
+    `validation_size` None means the whole validation split. `probe` (off by default) adds
+    credit measured by execution to every method's plan (`grse_graph.probes.credit`).
+    `category` restricts a task to one question category (LoCoMo per-category runs);
+    `init_libraries` maps agents to library folders the run starts from (empty: every agent
+    starts without skills).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -87,6 +90,12 @@ class TrainConfig(BaseModel):
         default_factory=lambda: SamplingSettings.training(top_k=20)
     )
     validation_sampling: SamplingSettings = Field(default_factory=SamplingSettings.greedy)
+    probe: ProbeSettings | None = Field(
+        default=None,
+        description="probe credit: each iteration, measure every skill's effect by execution "
+        "(greedy, skills masked) and add it to the plan beside the critic's credit; None: off "
+        "(the paper's method)",
+    )
 
     @model_validator(mode="before")
     @classmethod

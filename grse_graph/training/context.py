@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from grse_graph.errors import GrseError
+from grse_graph.jsonl import JsonlStore
 from grse_graph.llm.provider import ChatModelProvider
 from grse_graph.methods.base import CreditMethod, CreditRecord
 from grse_graph.methods.registry import BUILTIN_METHODS, MethodClass, create_method
@@ -17,7 +18,6 @@ from grse_graph.tasks.base import Task, TaskQuestion
 from grse_graph.team import TeamSpec, default_team
 
 from .config import TrainConfig
-from .jsonl import JsonlStore
 from .openings import GroupOpenings
 from .progress import ProgressCallback, ProgressEvent, Stage
 from .records import AggregateRecord

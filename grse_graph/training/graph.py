@@ -1,7 +1,7 @@
 """The training loop as a LangGraph `StateGraph`, for every credit method.
 
     setup -> sample_batch -(Send per (question, g))-> rollout -> groups
-          -(Send per credit unit)-> critic -> aggregate -> evolve -> review
+          -(Send per credit unit)-> critic -> probe -> aggregate -> evolve -> review
           -(Send per (variant, question, h))-> validate -> commit -> sample_batch | report -> END
 
 The method (`TrainConfig.method`, looked up in `TrainingDeps.methods`) decides G, the credit
@@ -29,13 +29,20 @@ from grse_graph.methods.base import LoopMethod
 
 from .config import TrainConfig
 from .context import TrainingContext, TrainingDeps
-from .nodes import CreditStage, EvolutionStage, RolloutStage, SetupStage, ValidationStage
+from .nodes import (
+    CreditStage,
+    EvolutionStage,
+    ProbeStage,
+    RolloutStage,
+    SetupStage,
+    ValidationStage,
+)
 from .state import TrainingState
 
 
 def recursion_limit(config: TrainConfig) -> int:
-    """Supersteps the loop needs: 9 per iteration plus setup and report, with slack."""
-    return 12 * config.iterations + 10
+    """Supersteps the loop needs: 10 per iteration plus setup and report, with slack."""
+    return 13 * config.iterations + 10
 
 
 def build_training_graph(deps: TrainingDeps) -> StateGraph:
@@ -51,6 +58,7 @@ def build_training_graph(deps: TrainingDeps) -> StateGraph:
         return graph
     setup, rollouts, credit = SetupStage(ctx), RolloutStage(ctx), CreditStage(ctx)
     evolution, validation = EvolutionStage(ctx), ValidationStage(ctx)
+    probe = ProbeStage(ctx)
 
     retry = RetryPolicy(max_attempts=deps.config.max_attempts)
     builder = StateGraph(TrainingState)
@@ -59,6 +67,7 @@ def build_training_graph(deps: TrainingDeps) -> StateGraph:
     builder.add_node("rollout", rollouts.rollout, retry_policy=retry)  # type: ignore[arg-type]
     builder.add_node("groups", credit.groups)
     builder.add_node("critic", credit.credit, retry_policy=retry)  # type: ignore[arg-type]
+    builder.add_node("probe", probe.probe, retry_policy=retry)
     builder.add_node("aggregate", evolution.plan, retry_policy=retry)
     builder.add_node("evolve", evolution.evolve, retry_policy=retry)
     builder.add_node("review", evolution.review)
@@ -69,8 +78,9 @@ def build_training_graph(deps: TrainingDeps) -> StateGraph:
     builder.add_edge("setup", "sample_batch")
     builder.add_conditional_edges("sample_batch", rollouts.send, ["rollout"])
     builder.add_edge("rollout", "groups")
-    builder.add_conditional_edges("groups", credit.send, ["critic", "aggregate"])
-    builder.add_edge("critic", "aggregate")
+    builder.add_conditional_edges("groups", credit.send, ["critic", "probe"])
+    builder.add_edge("critic", "probe")
+    builder.add_edge("probe", "aggregate")
     builder.add_edge("aggregate", "evolve")
     builder.add_edge("evolve", "review")
     builder.add_conditional_edges("review", validation.send, ["validate"])

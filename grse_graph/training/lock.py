@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from .jsonl import RunFolderError
+from grse_graph.jsonl import RunFolderError
 
 LOCK_NAME = ".grse.lock"
 

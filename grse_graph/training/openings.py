@@ -15,9 +15,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from grse_graph.jsonl import JsonlStore
 from grse_graph.team.agent import PresampledReply
 
-from .jsonl import JsonlStore
 from .records import OpeningRecord
 
 logger = logging.getLogger(__name__)

@@ -7,11 +7,14 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+# The stages in the order a training run goes through them ("probe": the counterfactual skill
+# probes between the critic and the aggregate, one unit per team run).
 Stage = Literal[
     "setup",
     "sample_batch",
     "rollouts",
     "critic",
+    "probe",
     "aggregate",
     "evolve",
     "review",
@@ -25,6 +28,8 @@ class ProgressEvent(BaseModel):
     """`stage_started` carries the number of units of the stage; `unit_done` one finished unit.
 
     `reused` is True when a unit was found finished in the run folder and not paid for again.
+    `iteration_done` and `run_done` also finish the stage under way, whether or not it reported
+    its units one by one.
     """
 
     kind: Literal["stage_started", "unit_done", "iteration_done", "run_done"]

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from grse_graph.methods.gate import GateDecision
 from grse_graph.methods.operators.schema import OperatorRecord
 from grse_graph.methods.plan import AggregationResult
+from grse_graph.probes import ProbeResult
 from grse_graph.team.agent import PresampledReply
 from grse_graph.team.rollout import Rollout
 
@@ -40,6 +41,14 @@ class OpeningRecord(BaseModel):
     requested: int
     library_hashes: dict[str, str]
     replies: list[PresampledReply]
+
+
+class ProbeRecord(BaseModel):
+    """The probe of one iteration's base libraries (probe credit on): each skill's measured
+    effect and the probe's cost."""
+
+    iteration: int
+    result: ProbeResult
 
 
 class AggregateRecord(BaseModel):

@@ -30,10 +30,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from grse_graph.jsonl import JsonlStore, RunFolderError
 from grse_graph.skills import SkillLibrary
 
 from .config import TrainConfig
-from .jsonl import JsonlStore, RunFolderError
 from .records import (
     AggregateRecord,
     CandidateRecord,
@@ -41,6 +41,7 @@ from .records import (
     MethodStateRecord,
     OpeningRecord,
     OperatorLine,
+    ProbeRecord,
     ReviewRecord,
     RolloutRecord,
     ValidationRecord,
@@ -90,6 +91,9 @@ class RunFolder:
             self.path / "validation.jsonl", ValidationRecord, key=lambda r: r.unit_id
         )
         self.gate = JsonlStore(self.path / "gate.jsonl", GateRecord, key=lambda r: str(r.iteration))
+        self.probe_results = JsonlStore(
+            self.path / "probe_results.jsonl", ProbeRecord, key=lambda r: str(r.iteration)
+        )
 
     def credits(self, record_type: type[C]) -> JsonlStore[C]:
         """RUN/critiques.jsonl read as `record_type`, the run's method's credit record (a line
@@ -121,6 +125,11 @@ class RunFolder:
     def report_path(self) -> Path:
         """RUN/report.md."""
         return self.path / "report.md"
+
+    @property
+    def probes_dir(self) -> Path:
+        """RUN/probes: every probe run of the training (probes.jsonl, keyed by libraries)."""
+        return self.path / "probes"
 
     @property
     def plots_dir(self) -> Path:

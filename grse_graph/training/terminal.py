@@ -31,6 +31,11 @@ def _clock(seconds: float | None) -> str:
 class ProgressTracker:
     """Folds progress events into what the live display shows.
 
+    The units column counts the `unit_done` events of the stage under way (events of another
+    stage, such as the validation units SkillMAS sends along with its rollouts, go elsewhere);
+    `iteration_done` and `run_done` finish that stage, so its count then reads total/total
+    even when the stage does not report its units one by one (commit, report).
+
     ETA: the current stage's remaining units at its observed rate, plus the mean duration of a
     finished iteration for every iteration still to come (unknown until one has finished).
     """
@@ -67,15 +72,22 @@ class ProgressTracker:
             if event.stage == "rollouts":
                 self.rollouts_total, self.rollouts_done = event.total, 0
         elif event.kind == "unit_done":
-            self.done += 1
-            self.reused += int(event.reused)
             if event.stage == "rollouts":
                 self.rollouts_done += 1
+            if (event.iteration, event.stage) == (self.iteration, self.stage):
+                self.done += 1
+                self.reused += int(event.reused)
         elif event.kind == "iteration_done":
             self._iteration_times.append(now - self._iteration_started)
             self._iteration_started = now
+            self._finish_stage()
         elif event.kind == "run_done":
+            self._finish_stage()
             self.stage = "done"
+
+    def _finish_stage(self) -> None:
+        """The stage under way is over: every one of its units is done."""
+        self.done = max(self.done, self.total)
 
     def elapsed(self) -> float:
         """Seconds since the tracker was created."""
@@ -118,31 +130,56 @@ class ProgressTracker:
 
 
 class LiveProgress:
-    """A rich `Live` display fed by a `ProgressTracker` (a context manager)."""
+    """The tracker's progress line while a run goes on (a context manager, fed the events).
+
+    On an interactive terminal a rich `Live` redraws the line in place: what the console prints
+    meanwhile goes above it, and when the display stops (at the end, or in `paused`) rich ends
+    the line, so the next print starts on a line of its own. Where nothing can be redrawn (a
+    file, a pipe, a dumb terminal) no `Live` is used: there rich writes the last frame when it
+    stops but ends the line only on a terminal, which glued the next print to it. The display
+    prints the line instead, an ordinary finished line, each time it stops.
+    """
 
     def __init__(self, tracker: ProgressTracker, console: Console) -> None:
         self.tracker = tracker
-        self._live = Live(tracker.render(), console=console, refresh_per_second=2)
+        self._console = console
+        self._live: Live | None = None
 
     def __call__(self, event: ProgressEvent) -> None:
         self.tracker(event)
-        self._live.update(self.tracker.render())
+        if self._live is not None:
+            self._live.update(self.tracker.render())
 
     def __enter__(self) -> LiveProgress:
-        self._live.__enter__()
+        self._start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._live.__exit__(None, None, None)
+        self._stop()
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
         """Stop redrawing (for example while the reviewer types), then resume."""
-        self._live.stop()
+        self._stop()
         try:
             yield
         finally:
-            self._live.start()
+            self._start()
+
+    def _start(self) -> None:
+        if not self._console.is_interactive:
+            return
+        # A new `Live` on every start: a restarted one would first move the cursor up over the
+        # lines of its previous frame, which are by then the last lines printed while paused.
+        self._live = Live(self.tracker.render(), console=self._console, refresh_per_second=2)
+        self._live.start(refresh=True)
+
+    def _stop(self) -> None:
+        if self._live is None:
+            self._console.print(self.tracker.render())
+            return
+        live, self._live = self._live, None
+        live.stop()
 
 
 class TerminalReviewer:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grse_graph.jsonl import JsonlStore
 from grse_graph.skills import SkillLibrary
-from grse_graph.training.jsonl import JsonlStore
 from grse_graph.training.lock import LOCK_NAME
 from grse_graph.training.run_folder import RunFolder
 from tests.fakeserver import FakeOpenAIServer, Match, RequestRecord

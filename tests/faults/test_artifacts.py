@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from grse_graph.training.jsonl import JsonlStore, RunFolderError
+from grse_graph.jsonl import JsonlStore, RunFolderError
 
 pytestmark = pytest.mark.faults
 

@@ -6,6 +6,7 @@ routers of that stage; `grse_graph.training.graph.build_training_graph` only wir
 
 from .credit import CreditStage
 from .evolution import EvolutionStage
+from .probe import ProbeStage
 from .rollouts import RolloutStage, isolated
 from .setup import SetupStage
 from .validation import ValidationStage
@@ -13,6 +14,7 @@ from .validation import ValidationStage
 __all__ = [
     "CreditStage",
     "EvolutionStage",
+    "ProbeStage",
     "RolloutStage",
     "SetupStage",
     "ValidationStage",

@@ -55,7 +55,7 @@ class CreditStage:
         return {"credit_units": [u.model_dump() for u in chosen.units]}
 
     def send(self, state: TrainingState) -> list[Send] | str:
-        """One Send per credit unit, or straight on to the plan when there is none."""
+        """One Send per credit unit, or straight on to the probe and plan when there is none."""
         sends = []
         for raw in state.get("credit_units", []):
             unit = CreditUnit.model_validate(raw)
@@ -67,7 +67,7 @@ class CreditStage:
                 "libraries": state["libraries"],
             }
             sends.append(Send("critic", payload))
-        return sends or "aggregate"
+        return sends or "probe"
 
     async def credit(self, payload: CriticUnit) -> dict[str, Any]:
         """One credit call, reused from the run folder when its record is already there."""

@@ -19,6 +19,7 @@ from grse_graph.methods.operators import (
 )
 from grse_graph.methods.operators.consolidate import links_since_consolidation
 from grse_graph.methods.operators.schema import EvolutionResult
+from grse_graph.probes.credit import apply_probe_credit
 
 from ..context import TrainingContext
 from ..records import (
@@ -67,7 +68,8 @@ class EvolutionStage:
         return state_type.model_validate(earlier[-1].state) if earlier else None
 
     async def plan(self, state: TrainingState) -> dict[str, Any]:
-        """The method's plan from every credit record of the iteration (and its next state)."""
+        """The method's plan from every credit record of the iteration (and its next state),
+        with the iteration's measured skill effects applied when probe credit is on."""
         ctx = self.ctx
         iteration = state["iteration"]
         ctx.started(iteration, "aggregate", 1)
@@ -81,6 +83,9 @@ class EvolutionStage:
             # Run-folder reads and writes off the event loop (a graph server refuses them).
             libraries = await asyncio.to_thread(ctx.load, state["libraries"])
             result = await ctx.method.plan(records, libraries, inputs)
+            probe = ctx.run.probe_results.get(str(iteration))
+            if probe is not None:
+                result = apply_probe_credit(result, probe.result)
             new_state = ctx.method.next_state(prior, records, result)
             if new_state is not None:
                 await asyncio.to_thread(

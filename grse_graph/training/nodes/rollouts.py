@@ -9,13 +9,12 @@ from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.errors import GraphRecursionError
 from langgraph.types import Send
 
-from grse_graph.errors import ModelRequestRefused, StructuredOutputError
 from grse_graph.llm.provider import SamplingSettings
 from grse_graph.team import PresampledReply, run_rollout, sample_openings
 from grse_graph.team.rollout import Rollout
+from grse_graph.team.run import EXECUTION_ERRORS
 
 from ..context import TrainingContext
 from ..ids import derive_seed, opening_unit_id, question_order, rollout_unit_id
@@ -25,16 +24,6 @@ from ..state import RolloutUnit, TrainingState
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
-
-EXECUTION_ERRORS: tuple[type[BaseException], ...] = (
-    ModelRequestRefused,
-    StructuredOutputError,
-    GraphRecursionError,
-)
-"""What a failed team execution raises that belongs to this execution (a refused request, an
-unparsable reply, a team that loops). Anything else stops the stage: a bug, a crash, or
-`ModelEndpointError`, an endpoint that is down after its retries (recording every unit as
-failed would finish the run on nothing; stopped, the run resumes once the endpoint is back)."""
 
 
 async def isolated(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -10,12 +10,12 @@ from typer.testing import CliRunner
 
 from grse_graph.cli import build_app
 from grse_graph.errors import ConfigError, GrseError
+from grse_graph.jsonl import JsonlStore, RunFolderError
 from grse_graph.llm.provider import SamplingSettings
 from grse_graph.methods.registry import METHOD_NAMES
 from grse_graph.skills import Skill, SkillLibrary
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.ids import derive_seed, variant_hash
-from grse_graph.training.jsonl import JsonlStore, RunFolderError
 from grse_graph.training.progress import ProgressEvent
 from grse_graph.training.review import (
     ReviewAnswer,

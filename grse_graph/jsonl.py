@@ -1,4 +1,5 @@
-"""Append-only JSONL files of pydantic records, flushed per record, readable after a crash."""
+"""Append-only JSONL files of pydantic records, flushed per record, readable after a crash (run
+folders, probe folders)."""
 
 from __future__ import annotations
 

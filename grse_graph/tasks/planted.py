@@ -1,0 +1,170 @@
+"""Planted starting libraries: a skill pack plus which of its skills help and which harm.
+
+The GRSE repair study (paper §5.3, Tables 4-5) starts training from a library that mixes
+good advice with plausible-sounding bad advice and asks whether training finds and prunes
+the bad skills. The skills themselves must not say which is which (the critic and the
+optimizer read their names, descriptions and bodies), so the kinds live in a separate file
+that only reports read.
+
+Format: a JSON file (any task may ship one; the demo task's is `demo_data/planted.json`)::
+
+    {
+      "task": "demo",
+      "pack": "planted",
+      "skills": [
+        {"agent": "retriever", "skill": "evidence-handoff", "kind": "helpful",
+         "note": "why this skill helps or harms, for the report"},
+        ...
+      ]
+    }
+
+- `task`: the task the library is planted for (as `grse ... --task` names it).
+- `pack`: the starting libraries, a path relative to this JSON file: a skill pack
+  (`<pack>/manifest.json`, `<pack>/<agent>/skills/<skill>/SKILL.md`) that can be passed to
+  `--pack` as it is, or a folder of library folders; read by
+  `grse_graph.skills.load_libraries`.
+- `skills`: every skill of the pack exactly once, with its `kind` (`helpful` or `harmful`)
+  and a one-line `note` saying what it does to answers. A skill of the pack that is not
+  listed, or a listed skill missing from the pack, is an error (`PlantedLibrary.libraries`),
+  so a report never has to guess a kind.
+
+Every problem is a `TaskError` with one line naming the file.
+"""
+
+from __future__ import annotations
+
+import itertools
+from importlib import resources
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from grse_graph.errors import SkillError, TaskError
+from grse_graph.skills import SkillLibrary, load_libraries, shown
+from grse_graph.skills.limits import AGENT_PATTERN, MAX_NAME_CHARS, NAME_PATTERN
+from grse_graph.tasks.io import read_json
+
+PlantedKind = Literal["helpful", "harmful"]
+DEMO_PLANTED_FILE = "planted.json"
+
+
+class PlantedSkill(BaseModel):
+    """One skill of a planted library and whether it helps or harms (for reports only)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent: str = Field(pattern=AGENT_PATTERN.pattern, max_length=MAX_NAME_CHARS)
+    skill: str = Field(pattern=NAME_PATTERN.pattern, max_length=MAX_NAME_CHARS)
+    kind: PlantedKind
+    note: str = Field(min_length=1)
+
+    @field_validator("note")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        # Notes go into report table cells: one non-blank line.
+        if not value.strip() or "\n" in value or "\r" in value:
+            raise ValueError("note must be one non-empty line")
+        return value
+
+
+class PlantedLibrary(BaseModel):
+    """A planted starting library: the pack to start from and the kind of each of its skills.
+
+    Build it with `load_planted` (or `demo_planted`), which remembers where the file is so
+    `pack` can be resolved; `libraries()` then reads and cross-checks the pack.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task: str = Field(min_length=1)
+    pack: str = Field(min_length=1)
+    skills: list[PlantedSkill]
+
+    _source: Path = PrivateAttr(default_factory=Path)
+
+    @field_validator("pack")
+    @classmethod
+    def _relative_pack(cls, value: str) -> str:
+        # Relative, so the JSON and its pack move together (and ship together as package data).
+        if PurePosixPath(value).is_absolute() or Path(value).is_absolute() or "\\" in value:
+            raise ValueError("pack must be a path relative to the planted file, with '/'")
+        return value
+
+    @field_validator("skills")
+    @classmethod
+    def _unique_skills(cls, value: list[PlantedSkill]) -> list[PlantedSkill]:
+        keys = sorted((entry.agent, entry.skill) for entry in value)
+        for first, second in itertools.pairwise(keys):
+            if first == second:
+                raise ValueError(f"skill {first[1]!r} of agent {first[0]!r} is listed twice")
+        return value
+
+    @property
+    def source(self) -> Path:
+        """The planted file this was read from (the folder `pack` is relative to)."""
+        return self._source
+
+    def pack_path(self) -> Path:
+        """Where the pack is on disk."""
+        return self._source.parent / self.pack
+
+    def kind_of(self, agent: str, skill: str) -> PlantedKind | None:
+        """The kind of an agent's skill, or None for a skill that was not planted (one that
+        training induced, or renamed)."""
+        for entry in self.skills:
+            if entry.agent == agent and entry.skill == skill:
+                return entry.kind
+        return None
+
+    def libraries(self) -> dict[str, SkillLibrary]:
+        """The pack's libraries by agent, after checking that the pack and the list agree
+        skill for skill (`TaskError` naming the first disagreement otherwise)."""
+        where = shown(self._source)
+        try:
+            libraries = load_libraries(self.pack_path())
+        except SkillError as error:
+            raise TaskError(f"{where}: pack {self.pack!r}: {error}") from None
+        listed = {(entry.agent, entry.skill) for entry in self.skills}
+        for agent, skill in sorted(listed):
+            if agent not in libraries or not libraries[agent].has(skill):
+                raise TaskError(
+                    f"{where}: skill {skill!r} of agent {agent!r} is listed but not in the "
+                    f"pack {self.pack!r}"
+                )
+        for agent, library in sorted(libraries.items()):
+            for name in library.names():
+                if (agent, name) not in listed:
+                    raise TaskError(
+                        f"{where}: skill {name!r} of agent {agent!r} in the pack {self.pack!r} "
+                        "is not listed (give it a kind)"
+                    )
+        return libraries
+
+
+def load_planted(path: Path) -> PlantedLibrary:
+    """Read and check a planted-library file (`TaskError` with one line otherwise).
+
+    Only the file is checked here; `PlantedLibrary.libraries()` reads the pack.
+    """
+    path = Path(path)
+    where = shown(path)
+    try:
+        raw = read_json(path, task_name="planted library")
+    except TaskError as error:
+        raise TaskError(shown(str(error))) from None
+    try:
+        planted = PlantedLibrary.model_validate(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        location = ".".join(str(part) for part in first["loc"]) or "file"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise TaskError(shown(f"{where}: {location}: {message}")) from None
+    planted._source = path
+    return planted
+
+
+def demo_planted() -> PlantedLibrary:
+    """The planted starting library bundled with the demo task (package data)."""
+    root = resources.files("grse_graph.tasks").joinpath("demo_data")
+    return load_planted(Path(str(root.joinpath(DEMO_PLANTED_FILE))))
