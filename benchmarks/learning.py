@@ -18,7 +18,7 @@ transitions (declined / wrong / correct) with the 3x3 table, the paired differen
 reward with its bootstrap interval; then one table over the methods with the scores, the
 transitions, the accepted skills and the times. Each method's run folder is OUT/<method>; a
 method whose OUT/<method>/learning.json exists is not run again (its result is printed), an
-unfinished one is resumed. The empty library is tested once, in OUT/test_empty, and every
+unfinished one is resumed. The empty library is tested once, in OUT/test_start, and every
 method compares against that evaluation: the first method's test time includes it, the others'
 do not.
 """
@@ -73,11 +73,11 @@ def run_method(
     model: str,
     test_limit: int | None,
     folder: Path,
-    empty_test: Path,
+    start_test: Path,
     console: Console,
 ) -> LearningRun:
     """Train and test one method in `folder` (resuming an unfinished run there); the empty
-    library is tested in `empty_test`, shared by the methods of one benchmark run."""
+    library is tested in `start_test`, shared by the methods of one benchmark run."""
     run = RunFolder(folder)
     resume = run.exists()
     if resume and run.read_config() != config:
@@ -95,7 +95,7 @@ def run_method(
                 test_limit=test_limit or None,
                 console=console,
                 resume=resume,
-                empty_test=empty_test,
+                start_test=start_test,
             )
         )
         usage = endpoints.ledger.report().model_dump(mode="json")
@@ -205,9 +205,9 @@ def main() -> None:
             )
             try:
                 # The methods train with the same loop settings, so their empty team is the
-                # same: it is tested once, in OUT/test_empty, and shared.
+                # same: it is tested once, in OUT/test_start, and shared.
                 finished = run_method(
-                    config, args.model, test_limit, folder, out / TEST_FOLDERS["empty"], console
+                    config, args.model, test_limit, folder, out / TEST_FOLDERS["start"], console
                 )
             except Exception as error:  # one method failing must not hide the others
                 console.print(f"{name}: failed: {type(error).__name__}: {error}", markup=False)

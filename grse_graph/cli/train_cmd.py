@@ -25,6 +25,7 @@ from grse_graph.llm import LLMConfig, load_config
 from grse_graph.methods.registry import METHOD_NAMES, method_class
 from grse_graph.skills import PACK_SKILLS_DIR, check_pack_destination, export_run_pack, import_pack
 from grse_graph.tasks.base import Task
+from grse_graph.tasks.planted import demo_planted
 from grse_graph.tasks.protocol import with_protocol_defaults
 from grse_graph.team import default_team
 from grse_graph.team.topology import TOPOLOGY_NAMES
@@ -33,10 +34,13 @@ from grse_graph.training.context import TrainingDeps
 from grse_graph.training.demo import (
     DEMO_SETTINGS,
     DEMO_TEST_LIMIT,
+    DemoResult,
     demo_llm_overrides,
     learning_config,
     print_comparison,
     print_learned,
+    print_planted,
+    repair_config,
     run_demo,
 )
 from grse_graph.training.report import library_skills
@@ -81,6 +85,20 @@ def build_train_config(base: dict[str, Any], flags: dict[str, Any], origin: str)
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "config"
         raise ConfigError(f"{origin}: {where}: {first['msg']}") from None
+
+
+def probe_section(
+    base: dict[str, Any], on: bool, questions: int | None, budget: int | None
+) -> dict[str, Any] | None:
+    """The `probe` section the flags give (None: the TOML's, or off); `--probe-questions` and
+    `--probe-budget` need probe credit on, from `--probe-credit` or the TOML."""
+    section = base.get("probe")
+    if (questions is not None or budget is not None) and not (on or section):
+        raise ConfigError("--probe-questions/--probe-budget: only with --probe-credit")
+    if not on and questions is None and budget is None:
+        return None
+    given = {"questions": questions, "budget": budget}
+    return {**(section or {}), **{k: v for k, v in given.items() if v is not None}}
 
 
 def _method_flag(base: dict[str, Any], method: str | None) -> str | None:
@@ -297,6 +315,20 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--no-first-agent-n", help="one first-agent call per rollout, not n=G"),
         ] = False,
+        probe_credit: Annotated[
+            bool,
+            typer.Option(
+                "--probe-credit",
+                help="measure each skill's effect by execution every iteration (greedy, "
+                "skills masked) and use it as credit beside the critic's (off: the paper's)",
+            ),
+        ] = False,
+        probe_questions: Annotated[
+            int | None, typer.Option(help="with --probe-credit: training questions probed (8)")
+        ] = None,
+        probe_budget: Annotated[
+            int | None, typer.Option(help="with --probe-credit: team runs per probe (120)")
+        ] = None,
         init_library: Annotated[
             list[str] | None,
             typer.Option(
@@ -390,6 +422,7 @@ def register(app: typer.Typer) -> None:
                 "with_labels": with_labels or None,
                 "first_agent_n": False if no_first_agent_n else None,
                 "skill_mode": skill_mode,
+                "probe": probe_section(base, probe_credit, probe_questions, probe_budget),
             }
             if "task" not in base and task is None:
                 raise ConfigError("grse train: --task is required (or task in --config)")
@@ -451,9 +484,29 @@ def register(app: typer.Typer) -> None:
             "batch_size"
         ],
         test_limit: Annotated[
-            int,
-            typer.Option(min=0, help="first N test questions (both kinds mixed; 0: all)"),
-        ] = DEMO_TEST_LIMIT,
+            int | None,
+            typer.Option(
+                min=0,
+                help="first N test questions (both kinds mixed; 0: all; default all 24, "
+                f"{DEMO_TEST_LIMIT} with --from-empty)",
+            ),
+        ] = None,
+        from_empty: Annotated[
+            bool,
+            typer.Option(
+                "--from-empty",
+                help="learn from empty libraries instead of repairing the planted one (needs a "
+                "capable [critic]/[optimizer] endpoint to learn anything, see the README)",
+            ),
+        ] = False,
+        probe: Annotated[
+            bool,
+            typer.Option(
+                "--probe/--no-probe",
+                help="repair with probe credit (each skill's effect measured by execution) "
+                "beside the critic's; --no-probe: the paper's GRSE alone",
+            ),
+        ] = True,
         critic_model: Annotated[
             str | None,
             typer.Option(help="embedded model of the critic (default: the demo's choice)"),
@@ -463,17 +516,27 @@ def register(app: typer.Typer) -> None:
             typer.Option(help="embedded model of the optimizer (default: the demo's choice)"),
         ] = None,
     ) -> None:
-        """The main job: train GRSE on the demo task with the embedded engine, then compare the
-        empty and the trained libraries on the demo test split (greedy)."""
+        """The main job: repair the demo task's planted library with GRSE (probe credit on) on
+        the embedded engine, then compare the planted and the repaired libraries on the demo
+        test split (greedy). --from-empty: learn from empty libraries instead."""
         console = Console()
         started = time.perf_counter()
-        config = learning_config(iterations=iterations, batch_size=batch_size)
+        planted = None if from_empty else demo_planted()
+        if planted is None:
+            config = learning_config(iterations=iterations, batch_size=batch_size)
+            limit = DEMO_TEST_LIMIT if test_limit is None else test_limit
+        else:
+            config = repair_config(
+                planted, probe=probe, iterations=iterations, batch_size=batch_size
+            )
+            limit = 0 if test_limit is None else test_limit
         run = RunFolder(out or _default_run_dir("demo"))
         llm = load_config(
             overrides=demo_llm_overrides(
                 model, critic_model=critic_model, optimizer_model=optimizer_model
             )
         )
+        console.print(demo_intro(config, planted is not None), highlight=False)
         with open_endpoints(llm, engine_log=run.path / "engine.log") as endpoints:
             for role in ("actor", "critic", "optimizer"):
                 console.print(
@@ -483,32 +546,69 @@ def register(app: typer.Typer) -> None:
             live = LiveProgress(tracker, console)
             deps = session_deps(config, run, endpoints, on_progress=live)
             result = asyncio.run(
-                run_demo(config, deps, test_limit=test_limit or None, console=console, display=live)
+                run_demo(
+                    config,
+                    deps,
+                    test_limit=limit or None,
+                    console=console,
+                    display=live,
+                    planted=planted,
+                )
             )
             usage = endpoints.ledger.report().model_dump(mode="json")
         run.write_usage(usage)
         print_gates(console, run, result.training)
-        print_learned(console, result.learned)
+        if planted is not None:
+            print_planted(console, result.planted, probe=config.probe is not None)
+        else:
+            print_learned(console, result.learned)
         print_comparison(console, result.comparison)
-        table = Table(title="demo test split, greedy decoding")
-        metrics = list(result.empty.overall.metrics)
-        for column in ("library", "questions", "failed", "reward", *metrics):
-            table.add_column(column)
-        for label, summary in (("empty", result.empty), ("trained", result.final)):
-            table.add_row(
-                label,
-                str(summary.questions),
-                str(summary.failed),
-                f"{summary.overall.reward:.3f}",
-                *(f"{summary.overall.metrics.get(m, 0.0):.3f}" for m in metrics),
-            )
-        console.print(table)
+        print_scores(console, result, "planted" if planted is not None else "empty")
         print_usage(console, usage)
         console.print(
             f"training {result.training_s:.0f} s, test {result.test_s:.0f} s, "
             f"total {time.perf_counter() - started:.0f} s"
         )
         console.print(f"run folder: {run.path}  (report: {run.report_path})")
+
+
+def demo_intro(config: TrainConfig, planted: bool) -> str:
+    """What the demo is about to do, in one paragraph."""
+    if not planted:
+        return (
+            "grse demo --from-empty: GRSE learns skills for an empty team. The embedded 0.5B "
+            "critic and optimizer rarely write a skill that helps; point [critic]/[optimizer] "
+            "at a capable endpoint to learn from empty libraries."
+        )
+    probe = config.probe
+    credit = (
+        f"probe credit on: every skill's effect is measured by execution on {probe.questions} "
+        f"training questions ({probe.design}, at most {probe.budget} team runs) and used "
+        "beside the critic's credit"
+        if probe is not None
+        else "critic credit only (the paper's GRSE)"
+    )
+    return (
+        "grse demo: GRSE repairs a planted library: each agent starts with one helpful and two "
+        f"harmful skills (which is which is hidden from the critic and optimizer); {credit}."
+    )
+
+
+def print_scores(console: Console, result: DemoResult, start_label: str) -> None:
+    """The starting and trained libraries' test scores side by side."""
+    table = Table(title="demo test split, greedy decoding")
+    metrics = list(result.start.overall.metrics)
+    for column in ("library", "questions", "failed", "reward", *metrics):
+        table.add_column(column)
+    for label, summary in ((start_label, result.start), ("trained", result.final)):
+        table.add_row(
+            label,
+            str(summary.questions),
+            str(summary.failed),
+            f"{summary.overall.reward:.3f}",
+            *(f"{summary.overall.metrics.get(m, 0.0):.3f}" for m in metrics),
+        )
+    console.print(table)
 
 
 __all__ = ["build_train_config", "register"]

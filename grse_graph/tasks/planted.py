@@ -43,6 +43,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from grse_graph.errors import SkillError, TaskError
 from grse_graph.skills import SkillLibrary, load_libraries, shown
 from grse_graph.skills.limits import AGENT_PATTERN, MAX_NAME_CHARS, NAME_PATTERN
+from grse_graph.skills.manifest import MANIFEST_FILE
+from grse_graph.skills.pack import PACK_SKILLS_DIR
 from grse_graph.tasks.io import read_json
 
 PlantedKind = Literal["helpful", "harmful"]
@@ -116,6 +118,14 @@ class PlantedLibrary(BaseModel):
             if entry.agent == agent and entry.skill == skill:
                 return entry.kind
         return None
+
+    def library_folders(self) -> dict[str, str]:
+        """Each agent's library folder inside the pack (checked like `libraries`), as training
+        takes them (`TrainConfig.init_libraries`)."""
+        agents = self.libraries()
+        root = self.pack_path().resolve()
+        inside = PACK_SKILLS_DIR if (root / MANIFEST_FILE).exists() else ""
+        return {agent: str(root / agent / inside) for agent in agents}
 
     def libraries(self) -> dict[str, SkillLibrary]:
         """The pack's libraries by agent, after checking that the pack and the list agree

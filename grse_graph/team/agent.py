@@ -38,6 +38,9 @@ class AgentTurnInput(BaseModel):
     skills_present: tuple[str, ...] = ()
     prompt_layout: PromptLayout = "role_first"
     shared_input: str | None = None
+    # Content hash of the library behind `skill_tool` (tool and path modes), whose bodies are
+    # not in the system prompt; None when every skill the agent has is in its system prompt.
+    skills_hash: str | None = None
 
 
 class PresampledReply(BaseModel):
@@ -296,5 +299,6 @@ async def run_agent_turn(
         output=reply.text.strip(),
         tool_calls=records,
         skills_present=list(turn.skills_present),
+        skills_hash=turn.skills_hash,
         usage=meter.usage,
     )

@@ -115,6 +115,7 @@ def agent_turn_input(
         skills_present=tuple(agent.library.names()),
         prompt_layout=agent.prompt_layout,
         shared_input=task_input,
+        skills_hash=agent.library.content_hash() if disclosure.tool is not None else None,
     )
     return turn, disclosure.recorder
 
@@ -170,14 +171,20 @@ def first_turn_input(spec: TeamSpec, task: Task, question: TaskQuestion) -> Agen
 def reusable_step(replay: Sequence[Step], turn: AgentTurnInput) -> Step | None:
     """The recorded step that a greedy turn would reproduce: same position, agent, system prompt
     and input (so the same skills and the same upstream outputs). Under greedy decoding the
-    model's reply to an identical prompt is the recorded one, so the call is not made again."""
+    model's reply to an identical prompt is the recorded one, so the call is not made again.
+
+    Where skills are loaded through a tool, their bodies are not in the system prompt: a step
+    that loaded a skill is reused only from the same library (`skills_hash`), since a changed
+    body would have been read back differently."""
     if turn.index >= len(replay):
         return None
     step = replay[turn.index]
+    loaded = any(call.name in SKILL_TOOL_NAMES for call in step.tool_calls)
     same = (
         step.agent == turn.agent
         and step.system_prompt == turn.system_prompt
         and step.input == turn.user_input
+        and (not loaded or step.skills_hash == turn.skills_hash)
     )
     return step.model_copy(update={"reused": True}) if same else None
 

@@ -40,6 +40,9 @@ class Step(BaseModel):
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     skills_present: list[str] = Field(default_factory=list)
     skills_invoked: list[str] = Field(default_factory=list)
+    # The library the agent could load skills from (`AgentTurnInput.skills_hash`); None when
+    # its skills were all in the system prompt, or in records written before it was kept.
+    skills_hash: str | None = None
     usage: StepUsage = Field(default_factory=StepUsage)
     # True when the step was taken from an earlier greedy execution (`TeamState.replay`)
     # instead of calling the model: its usage is that execution's, not paid again.

@@ -1,9 +1,12 @@
-"""`grse demo`: train GRSE on the demo task, then test the empty and the trained libraries, and
-show what was learned: each accepted skill with its provenance and the gate's numbers, and the
+"""`grse demo`: train GRSE on the demo task, then test the starting and the trained libraries,
+and show what happened: by default the repair of the demo's planted library (each planted
+skill's kind, the critic's first credit, the probe's measured effect and its fate), else
+(`--from-empty`) each learned skill with its provenance and the gate's numbers; then the
 per-question test transitions with the paired difference and its bootstrap interval.
 
 `run_demo` is the learning check of any method on any task (`benchmarks/learning.py` runs it
-for HotpotQA and MASkills too); `learning_config` builds its training configuration.
+for HotpotQA and MASkills too, `benchmarks/repair.py` on planted libraries); `learning_config`
+and `repair_config` build its training configurations.
 """
 
 from __future__ import annotations
@@ -16,17 +19,23 @@ from typing import Any
 from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from grse_graph.evaluation import run_evaluation
+from grse_graph.evaluation.answerer import TeamAnswerer
 from grse_graph.evaluation.records import EvalSummary
+from grse_graph.evaluation.store import EvalFolder
 from grse_graph.evaluation.summary import difference_text, question_table, transition_table
 from grse_graph.evaluation.transitions import LibraryComparison, compare_folders
 from grse_graph.llm import SamplingSettings
 from grse_graph.methods.registry import method_class
+from grse_graph.tasks.planted import PlantedLibrary
+from grse_graph.team.rollout import Rollout
 
 from .config import TrainConfig
 from .graph import TrainingDeps
 from .provenance import LearnedSkill, learned_skills
+from .repair import PlantedSkillOutcome, planted_outcomes, separation
 from .report import change_text, gate_text, question_lines, write_report
 from .runner import TrainResult, run_training
 
@@ -62,8 +71,22 @@ first 9 hold six multi-hop (bridge and comparison) and three memory questions (s
 temporal, multi-hop). Both libraries on all 24 (`--test-limit 0`) would take the demo past 15
 minutes on 2 cores (measured: ~22 s per question with the 0.5B model)."""
 
-TEST_FOLDERS = {"empty": "test_empty", "final": "test_final"}
-"""The evaluation folders inside the run folder, per tested library."""
+TEST_FOLDERS = {"start": "test_start", "final": "test_final"}
+"""The evaluation folders inside the run folder, per tested library (the starting libraries,
+empty or planted, and the trained ones)."""
+
+REPAIR_SETTINGS: dict[str, Any] = {
+    # The whole test split: the repair's claim is a test difference, and 9 questions cannot
+    # show +0.05 (one question moves the mean by 0.11).
+    "validation_size": 6,
+    # Repair edits what is there: refine and prune every iteration, no new skills (a 0.5B
+    # optimizer writes none that help, GUIDE §5) and nothing to consolidate.
+    "schedule": {"refine_every": 1, "induce_every": 0, "consolidate_every": 0, "prune_every": 1},
+    # Random masks: harmful skills that do the same damage (two ways to lose the answer)
+    # hide each other when masked one at a time; masks of about half the library do not.
+    "probe": {"design": "random_masks", "questions": 6, "budget": 30, "split": "train"},
+}
+"""What `repair_config` changes over `DEMO_SETTINGS`: the planted-library repair of the demo."""
 
 _METHOD_KNOBS = ("group_size", "critic_max_tokens", "aggregate_max_tokens", "operators")
 """Keys of `DEMO_SETTINGS` that belong to the method section (each only where the method has
@@ -109,15 +132,41 @@ def learning_config(method: str = "grse", **changes: Any) -> TrainConfig:
     return TrainConfig.model_validate({**settings, "method": section})
 
 
+def repair_config(
+    planted: PlantedLibrary,
+    method: str = "grse",
+    *,
+    probe: bool = True,
+    **changes: Any,
+) -> TrainConfig:
+    """The demo's configuration for repairing `planted` (`REPAIR_SETTINGS` over
+    `DEMO_SETTINGS`, then `changes`): training starts from the planted libraries, with probe
+    credit unless `probe` is False."""
+    settings = {**REPAIR_SETTINGS, **{k: v for k, v in changes.items() if v is not None}}
+    if not probe:
+        settings["probe"] = None
+    base = learning_config(method, **{k: v for k, v in settings.items() if k != "probe"})
+    return TrainConfig.model_validate(
+        {
+            **base.model_dump(),
+            "task": planted.task,
+            "init_libraries": planted.library_folders(),
+            "probe": settings["probe"],
+        }
+    )
+
+
 class DemoResult(BaseModel):
-    """What the run trained, how the empty and trained libraries scored on the test split,
-    question by question, and what was learned."""
+    """What the run trained, how the starting and trained libraries scored on the test split,
+    question by question, what was learned, and (from a planted library) each planted skill's
+    credit and fate."""
 
     training: TrainResult
-    empty: EvalSummary
+    start: EvalSummary
     final: EvalSummary
     comparison: LibraryComparison
     learned: list[LearnedSkill]
+    planted: list[PlantedSkillOutcome] = []
     training_s: float
     test_s: float
 
@@ -130,45 +179,53 @@ async def run_demo(
     console: Console,
     display: AbstractContextManager[Any] | None = None,
     resume: bool = False,
-    empty_test: Path | None = None,
+    start_test: Path | None = None,
+    planted: PlantedLibrary | None = None,
 ) -> DemoResult:
-    """Train (inside `display`, e.g. the live progress), then evaluate both libraries greedily
-    on the first `test_limit` test questions, compare them question by question and rewrite
-    report.md with what was learned and the transitions. All inside one event loop: the roles'
-    async HTTP clients belong to the loop that first used them. `resume` continues a run
-    folder (training, then any unfinished test question). `empty_test` is the evaluation folder
-    of the empty library (default: the run folder's `test_empty`): methods trained with the
-    same loop settings test the same empty team, so they can share one finished evaluation
-    (its `run.json` refuses a folder written by a different team)."""
+    """Train (inside `display`, e.g. the live progress), then evaluate the starting and the
+    trained libraries greedily on the first `test_limit` test questions, compare them question
+    by question and rewrite report.md with what was learned and the transitions. All inside one
+    event loop: the roles' async HTTP clients belong to the loop that first used them.
+    `resume` continues a run folder (training, then any unfinished test question).
+    `start_test` is the evaluation folder of the starting libraries (default: the run folder's
+    `test_start`): methods trained from the same libraries with the same loop settings test the
+    same team, so they can share one finished evaluation (its `run.json` refuses a folder
+    written by a different team). The trained team replays the starting team's test steps
+    wherever an agent's prompt is unchanged (greedy). With `planted`, the result lists each
+    planted skill's credit and fate."""
     started = time.perf_counter()
     with display or nullcontext():
         training = await run_training(deps, resume=resume)
     trained = time.perf_counter()
-    empty_team = deps.team_spec()
-    final_team = empty_team.with_libraries(
+    start_team = deps.team_spec().with_libraries(deps.starting_libraries())
+    final_team = start_team.with_libraries(
         {
             agent: deps.run.load_library(path, agent, config.library_limit)
             for agent, path in training.final_libraries.items()
         }
     )
-    unchanged = {a: lib.content_hash() for a, lib in empty_team.libraries().items()} == {
+    unchanged = {a: lib.content_hash() for a, lib in start_team.libraries().items()} == {
         a: lib.content_hash() for a, lib in final_team.libraries().items()
     }
     folders = {label: deps.run.path / name for label, name in TEST_FOLDERS.items()}
-    if empty_test is not None:
-        folders["empty"] = empty_test
+    if start_test is not None:
+        folders["start"] = start_test
     summaries: dict[str, EvalSummary] = {}
-    for label, team in (("empty", empty_team), ("final", final_team)):
+    for label, team in (("start", start_team), ("final", final_team)):
         if label == "final" and unchanged:
             # Greedy decoding with the same libraries answers the same way: reuse, don't rerun.
-            console.print("the trained libraries equal the empty ones: final score = empty score")
-            summaries[label] = summaries["empty"]
-            folders[label] = folders["empty"]
+            console.print("the trained libraries equal the starting ones: final = start score")
+            summaries[label] = summaries["start"]
+            folders[label] = folders["start"]
             continue
+        replay = {} if label == "start" else _recorded_rollouts(folders["start"])
+        answerer = TeamAnswerer(
+            team, deps.task, deps.provider, SamplingSettings.greedy(), replay=replay
+        )
         summaries[label] = await run_evaluation(
             deps.task,
             "test",
-            team,
+            answerer,
             deps.provider,
             folders[label],
             limit=test_limit,
@@ -178,19 +235,78 @@ async def run_demo(
             console=console,
         )
     tested = [q.id for q in deps.task.split("test")][:test_limit]
-    comparison = compare_folders(folders["empty"], folders["final"], tested, seed=config.seed)
+    start_label = (
+        "planted"
+        if planted is not None
+        else "starting"
+        if any(len(lib) for lib in start_team.libraries().values())
+        else "empty"
+    )
+    comparison = compare_folders(
+        folders["start"], folders["final"], tested, seed=config.seed, before_label=start_label
+    )
     method = deps.credit_method()
     if deps.usage is not None:  # the report's usage table then covers the test as well
         deps.run.write_usage(deps.usage())
     write_report(deps.run, method, comparison=comparison)
     return DemoResult(
         training=training,
-        empty=summaries["empty"],
+        start=summaries["start"],
         final=summaries["final"],
         comparison=comparison,
         learned=learned_skills(deps.run, method),
+        planted=planted_outcomes(deps.run, planted) if planted is not None else [],
         training_s=trained - started,
         test_s=time.perf_counter() - trained,
+    )
+
+
+def _recorded_rollouts(folder: Path) -> dict[str, Rollout]:
+    """The finished rollouts of an evaluation folder, by question id."""
+    return {
+        qid: record.rollout
+        for qid, record in EvalFolder(folder).read_predictions().items()
+        if record.rollout is not None and not record.failed
+    }
+
+
+def print_planted(console: Console, outcomes: list[PlantedSkillOutcome], probe: bool) -> None:
+    """One row per planted skill: its kind, the critic's first credit u1 and its sign, the
+    probe's measured effect (with probe credit), which signal decided, and its fate."""
+    table = Table(title="the planted skills: credit and fate")
+    for column in ("agent", "skill", "kind", "critic u1", "probe effect [95%]", "decided by"):
+        table.add_column(column)
+    table.add_column("fate")
+    for o in outcomes:
+        u1 = (
+            "silent"
+            if o.u1 is None
+            else f"{o.u1:+.2f}"
+            + (
+                " (sign right)"
+                if o.sign_correct
+                else " (sign wrong)"
+                if o.sign_correct is False
+                else ""
+            )
+        )
+        if o.probe_effect is None or o.probe_low is None or o.probe_high is None:
+            effect = "-" if not probe else "no pair"
+        else:
+            effect = (
+                f"{o.probe_effect:+.3f} [{o.probe_low:+.3f}, {o.probe_high:+.3f}] {o.probe_verdict}"
+            )
+        fate = o.fate + (f" (iteration {o.fate_iteration})" if o.fate_iteration else "")
+        table.add_row(o.agent, o.skill, o.kind, u1, effect, o.decided_by or "-", fate)
+    console.print(table)
+    repaired = sum(o.repaired for o in outcomes)
+    signs = [o.sign_correct for o in outcomes if o.sign_correct is not None]
+    gap = separation(outcomes)
+    console.print(
+        f"repaired {repaired} of {len(outcomes)} (harmful removed or rewritten, helpful kept); "
+        f"critic signs right {sum(signs)} of {len(outcomes)}; helpful-harmful u1 separation "
+        + ("n/a" if gap is None else f"{gap:+.2f}"),
+        highlight=False,
     )
 
 
@@ -238,11 +354,14 @@ __all__ = [
     "DEMO_ROLE_MODELS",
     "DEMO_SETTINGS",
     "DEMO_TEST_LIMIT",
+    "REPAIR_SETTINGS",
     "TEST_FOLDERS",
     "DemoResult",
     "demo_llm_overrides",
     "learning_config",
     "print_comparison",
     "print_learned",
+    "print_planted",
+    "repair_config",
     "run_demo",
 ]

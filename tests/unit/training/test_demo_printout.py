@@ -227,7 +227,7 @@ def test_run_demo_reuses_a_shared_empty_library_test(tmp_path: Path) -> None:
     config = learning_config(
         task="tiny", group_size=2, batch_size=2, validation_size=2, concurrency=1
     )
-    shared = tmp_path / "test_empty"
+    shared = tmp_path / "test_start"
     logs = {"first": CallLog(), "second": CallLog()}
     results = {}
     for name, log in logs.items():
@@ -244,7 +244,7 @@ def test_run_demo_reuses_a_shared_empty_library_test(tmp_path: Path) -> None:
                 deps,
                 test_limit=None,
                 console=Console(file=io.StringIO()),
-                empty_test=shared,
+                start_test=shared,
             )
         )
     # The second run trains and tests its own library but answers no empty-library question
@@ -253,7 +253,7 @@ def test_run_demo_reuses_a_shared_empty_library_test(tmp_path: Path) -> None:
     assert test_questions == 2
     assert logs["second"].count("actor") == logs["first"].count("actor") - 2 * test_questions
     assert results["second"].comparison == results["first"].comparison
-    assert not (tmp_path / "second" / "test_empty").exists()
+    assert not (tmp_path / "second" / "test_start").exists()
     assert (tmp_path / "second" / "test_final" / "predictions.jsonl").exists()
 
 

@@ -279,8 +279,8 @@ def test_demo_trains_then_scores_the_empty_and_the_trained_libraries(tmp_path: P
     )
     assert result.training.iterations_done == 1
     # The fake answers greedily right only with skills in its prompt: the trained library wins.
-    assert (result.empty.overall.reward, result.final.overall.reward) == (0.0, 1.0)
-    assert (tmp_path / "test_empty").is_dir() and (tmp_path / "test_final").is_dir()
+    assert (result.start.overall.reward, result.final.overall.reward) == (0.0, 1.0)
+    assert (tmp_path / "test_start").is_dir() and (tmp_path / "test_final").is_dir()
 
 
 def _rollout_actor_calls(log: CallLog, config: TrainConfig) -> int:
