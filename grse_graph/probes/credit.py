@@ -7,7 +7,8 @@ method on the shared loop can take it (`TrainConfig.probe`). The rules, per prob
   with the measured effect as its utility, a prune target even where the critic said nothing
   (and a refine target where prune is not scheduled, through its negative recorded utility);
 - reliably helpful: a critic direction that would prune it (`low_utility`, `redundant`)
-  becomes `keep`; a silent critic gets a `keep` direction with the measured effect;
+  becomes `keep`; a silent critic gets a `keep` direction with the measured effect; a critic
+  `refine` with a negative utility stays a refine with the measured (positive) utility;
 - no measurable effect: the critic's direction stands.
 
 A critic direction whose sign is the opposite of a reliable effect is a contradiction: it is
@@ -61,6 +62,13 @@ def apply_probe_credit(aggregation: AggregationResult, probe: ProbeResult) -> Ag
                     directions[key] = base.model_copy(
                         update={"verdict": "keep", "utility": _clip(utility)}
                     )
+                    decided_by = "probe"
+                elif critic.utility < 0:
+                    # A refine stays a refine, but a measured help must not leave the skill a
+                    # prune candidate through its recorded utility in a later iteration.
+                    directions[key] = _direction(
+                        critic, effect.agent, effect.skill, probe, measured
+                    ).model_copy(update={"utility": _clip(effect.effect)})
                     decided_by = "probe"
         evidence.append(
             ProbeEvidence(

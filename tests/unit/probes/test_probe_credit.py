@@ -116,6 +116,16 @@ def test_helps_leaves_a_critics_refine_alone() -> None:
     assert evidence.decided_by == "critic" and not evidence.contradicts
 
 
+def test_helps_against_a_negative_refine_keeps_the_refine_with_the_measured_utility() -> None:
+    result = credited(plan(critic("good", "refine", -0.4)), measured("good", "helps"))
+    direction = result.direction(AGENT, "good")
+    assert direction is not None and direction.verdict == "refine"
+    assert direction.utility == pytest.approx(0.4)
+    [evidence] = result.probe_evidence
+    assert evidence.contradicts and evidence.decided_by == "probe"
+    assert evidence.critic_utility == -0.4
+
+
 def test_helps_on_a_silent_critic_adds_a_keep_direction() -> None:
     result = credited(plan(), measured("good", "helps"))
     direction = result.direction(AGENT, "good")
