@@ -26,9 +26,7 @@ do not.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +35,6 @@ from rich.console import Console
 from rich.table import Table
 
 from grse_graph.errors import GrseError
-from grse_graph.llm import load_config
 from grse_graph.methods.registry import METHOD_NAMES, method_class
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.demo import (
@@ -45,14 +42,12 @@ from grse_graph.training.demo import (
     DEMO_TEST_LIMIT,
     TEST_FOLDERS,
     DemoResult,
-    demo_llm_overrides,
     learning_config,
     print_comparison,
     print_learned,
-    run_demo,
+    run_demo_session,
 )
 from grse_graph.training.run_folder import RunFolder
-from grse_graph.training.session import open_endpoints, session_deps
 
 RESULT_FILE = "learning.json"
 HOTPOTQA_TEST = 50
@@ -84,27 +79,21 @@ def run_method(
         raise SystemExit(
             f"{folder} holds a run with other settings; give another --out or delete the folder"
         )
-    llm = load_config(overrides=demo_llm_overrides(model))
-    started = time.perf_counter()
-    with open_endpoints(llm, engine_log=folder / "engine.log") as endpoints:
-        deps = session_deps(config, run, endpoints)
-        result = asyncio.run(
-            run_demo(
-                config,
-                deps,
-                test_limit=test_limit or None,
-                console=console,
-                resume=resume,
-                start_test=start_test,
-            )
-        )
-        usage = endpoints.ledger.report().model_dump(mode="json")
+    session = run_demo_session(
+        config,
+        run,
+        model,
+        test_limit=test_limit or None,
+        console=console,
+        start_test=start_test,
+        resume=resume,
+    )
     return LearningRun(
         method=config.method.name,
         config=config,
-        result=result,
-        wall_s=time.perf_counter() - started,
-        usage=usage,
+        result=session.result,
+        wall_s=session.wall_s,
+        usage=session.session_usage,
     )
 
 

@@ -49,11 +49,9 @@ closing note.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +63,6 @@ from rich.table import Table
 
 from grse_graph.errors import GrseError
 from grse_graph.evaluation.transitions import LibraryComparison
-from grse_graph.llm import load_config
 from grse_graph.tasks.planted import PlantedLibrary, demo_planted, load_planted
 from grse_graph.team import default_team
 from grse_graph.training.config import TrainConfig
@@ -74,15 +71,14 @@ from grse_graph.training.demo import (
     REPAIR_SETTINGS,
     TEST_FOLDERS,
     DemoResult,
-    demo_llm_overrides,
     print_comparison,
     print_planted,
     repair_config,
-    run_demo,
+    run_demo_session,
 )
 from grse_graph.training.repair import PlantedSkillOutcome, separation
 from grse_graph.training.run_folder import RunFolder
-from grse_graph.training.session import load_training_task, open_endpoints, session_deps
+from grse_graph.training.session import load_training_task
 
 RESULT_FILE = "repair.json"
 TASKS = ("demo", "locomo")
@@ -261,22 +257,16 @@ def run_method(
         raise SystemExit(
             f"{folder} holds a run with other settings; give another --out or delete the folder"
         )
-    llm = load_config(overrides=demo_llm_overrides(model))
-    started = time.perf_counter()
-    with open_endpoints(llm, engine_log=folder / "engine.log") as endpoints:
-        deps = session_deps(config, run, endpoints)
-        result = asyncio.run(
-            run_demo(
-                config,
-                deps,
-                test_limit=test_limit,
-                console=console,
-                resume=resume,
-                start_test=start_test,
-                planted=planted,
-            )
-        )
-        usage = deps.usage() if deps.usage is not None else {}
+    session = run_demo_session(
+        config,
+        run,
+        model,
+        test_limit=test_limit,
+        console=console,
+        start_test=start_test,
+        resume=resume,
+        planted=planted,
+    )
     return RepairRun(
         method=spec.label,
         credit_method=config.method.name,
@@ -287,9 +277,9 @@ def run_method(
         test_limit=test_limit,
         resumed=resume,
         config=config,
-        result=result,
-        wall_s=time.perf_counter() - started,
-        usage=usage,
+        result=session.result,
+        wall_s=session.wall_s,
+        usage=session.run_usage,
     )
 
 

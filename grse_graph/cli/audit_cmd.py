@@ -14,16 +14,16 @@ import asyncio
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, cast, get_args
+from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
 from grse_graph.errors import ConfigError, TaskError
-from grse_graph.evaluation.langsmith_eval import pack_team
+from grse_graph.evaluation.runner import failures_bar
 from grse_graph.llm.config import load_config
 from grse_graph.probes import ProbeRun, ProbeSettings, ProbeStore, SkillProber, plan_probes
 from grse_graph.probes.design import ProbePlan
@@ -37,7 +37,7 @@ from grse_graph.probes.report import (
 )
 from grse_graph.skills import shown
 from grse_graph.tasks import Task, TaskQuestion, load_task
-from grse_graph.team import TOPOLOGY_NAMES, SkillMode, TeamSpec, default_team
+from grse_graph.team import TOPOLOGY_NAMES, TeamSpec
 
 from .eval_cmd import (
     USAGE_FILE,
@@ -46,7 +46,8 @@ from .eval_cmd import (
     ModelOption,
     TaskOption,
     actor_provider,
-    load_libraries,
+    library_options,
+    options_team,
 )
 from .options import ConfigOption, JsonOption, print_json, report_console
 
@@ -126,20 +127,10 @@ def audit_team(
 ) -> TeamSpec:
     """The task's team carrying the libraries to audit (one-line `GrseError`s for a bad path,
     a folder that is not a library or pack, or both or neither way of giving them)."""
-    if skill_mode not in get_args(SkillMode):
-        raise ConfigError(
-            f"--skill-mode {skill_mode!r}: expected one of {', '.join(get_args(SkillMode))}"
-        )
-    mode = cast(SkillMode, skill_mode)
-    if pack is not None and libraries:
-        raise ConfigError("--pack and --library: give the libraries one way")
+    mode = library_options(skill_mode, libraries, pack)
     if pack is None and not libraries:
         raise ConfigError("nothing to audit: give --library AGENT=DIR (repeatable) or --pack PACK")
-    if pack is not None:
-        spec = pack_team(pack, task, skill_mode=mode)
-    else:
-        spec = default_team(task, load_libraries(list(libraries)), skill_mode=mode)
-    return spec.with_topology(topology)
+    return options_team(task, libraries, pack, mode, topology)
 
 
 def audit_questions(task: Task, split: str, limit: int) -> list[TaskQuestion]:
@@ -162,14 +153,7 @@ def check_plan(
 def run_progress(console: Console, plan: ProbePlan) -> Iterator[Progress]:
     """A bar with one unit per planned team run and the failed count (resumed runs count as
     done the moment they are found)."""
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("failed {task.fields[failed]}"),
-        TimeElapsedColumn(),
-        console=console,
-    ) as bar:
+    with failures_bar(console) as bar:
         bar.add_task("audit runs", total=plan.runs, failed=0)
         yield bar
 

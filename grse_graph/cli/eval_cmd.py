@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, cast, get_args
@@ -207,6 +207,29 @@ def _run_langsmith(
         print_json(summary)
 
 
+def library_options(skill_mode: str, libraries: Sequence[str], pack: Path | None) -> SkillMode:
+    """The checked `--skill-mode`, refusing `--pack` and `--library` together (one line)."""
+    if skill_mode not in get_args(SkillMode):
+        raise ConfigError(
+            f"--skill-mode {skill_mode!r}: expected one of {', '.join(get_args(SkillMode))}"
+        )
+    if pack is not None and libraries:
+        raise ConfigError("--pack and --library: give the libraries one way")
+    return cast(SkillMode, skill_mode)
+
+
+def options_team(
+    task: Task, libraries: Sequence[str], pack: Path | None, mode: SkillMode, topology: str
+) -> TeamSpec:
+    """The task's team with the `--pack` or `--library AGENT=DIR` libraries, `--skill-mode`
+    and `--topology`."""
+    if pack is not None:
+        spec = pack_team(pack, task, skill_mode=mode)
+    else:
+        spec = default_team(task, load_libraries(list(libraries)), skill_mode=mode)
+    return spec.with_topology(topology)
+
+
 def eval_command(
     task: TaskOption,
     data: DataOption = None,
@@ -249,19 +272,9 @@ def eval_command(
     as_json: JsonOption = False,
 ) -> None:
     """Evaluate the two-agent team (greedy decoding) on a task split; resumable."""
-    if skill_mode not in get_args(SkillMode):
-        raise ConfigError(
-            f"--skill-mode {skill_mode!r}: expected one of {', '.join(get_args(SkillMode))}"
-        )
-    if pack is not None and library:
-        raise ConfigError("--pack and --library: give the libraries one way")
+    mode = library_options(skill_mode, library or [], pack)
     loaded = load_task(task, data, category=category)
-    mode = cast(SkillMode, skill_mode)
-    if pack is not None:
-        spec = pack_team(pack, loaded, skill_mode=mode)
-    else:
-        spec = default_team(loaded, load_libraries(library or []), skill_mode=mode)
-    spec = spec.with_topology(topology)
+    spec = options_team(loaded, library or [], pack, mode, topology)
     if langsmith:
         _run_langsmith(
             spec=spec,

@@ -84,6 +84,20 @@ async def _answer_question(answerer: QuestionAnswerer, question: TaskQuestion) -
     )
 
 
+def failures_bar(console: Console, *, disable: bool = False) -> Progress:
+    """The progress bar of a run of many units: description, bar, done/total, the count of
+    failed units (a task field `failed`), elapsed time."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("failed {task.fields[failed]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=disable,
+    )
+
+
 async def run_evaluation(
     task: Task,
     split: str,
@@ -135,15 +149,7 @@ async def run_evaluation(
     semaphore = asyncio.Semaphore(concurrency)
     earlier_s = folder.read_elapsed_s()
     started = time.perf_counter()
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("failed {task.fields[failed]}"),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not progress,
-    ) as bar:
+    with failures_bar(console, disable=not progress) as bar:
         bar_id = bar.add_task(
             f"{task.name}/{split} {answerer.method}",
             total=len(questions),

@@ -17,10 +17,13 @@ recorded (`ProbeEvidence.contradicts`) and the measurement decides.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from grse_graph.methods.plan import AggregationResult, EditDirection, ProbeEvidence
 
 from .runner import ProbeResult
 
+DecidedBy = Literal["probe", "critic", "none"]
 _PRUNING_VERDICTS = frozenset({"low_utility", "redundant"})
 
 
@@ -39,16 +42,15 @@ def apply_probe_credit(aggregation: AggregationResult, probe: ProbeResult) -> Ag
     for effect in probe.effects:
         key = (effect.agent, effect.skill)
         critic = directions.get(key)
-        decided_by: str = "critic" if critic is not None else "none"
+        decided_by: DecidedBy = "critic" if critic is not None else "none"
         contradicts = False
         if effect.effect is not None and effect.low is not None and effect.high is not None:
             measured = _measured(effect.effect, effect.low, effect.high, effect.questions)
             if effect.verdict == "hurts":
                 contradicts = critic is not None and critic.utility > 0
-                directions[key] = _direction(critic, effect.agent, effect.skill, probe, measured)
-                directions[key] = directions[key].model_copy(
-                    update={"verdict": "low_utility", "utility": _clip(effect.effect)}
-                )
+                directions[key] = _direction(
+                    critic, effect.agent, effect.skill, probe, measured
+                ).model_copy(update={"verdict": "low_utility", "utility": _clip(effect.effect)})
                 decided_by = "probe"
             elif effect.verdict == "helps":
                 contradicts = critic is not None and (
@@ -82,7 +84,7 @@ def apply_probe_credit(aggregation: AggregationResult, probe: ProbeResult) -> Ag
                 critic_utility=critic.utility if critic is not None else None,
                 critic_verdict=critic.verdict if critic is not None else None,
                 contradicts=contradicts,
-                decided_by=decided_by,  # type: ignore[arg-type]
+                decided_by=decided_by,
             )
         )
     return aggregation.model_copy(

@@ -11,6 +11,7 @@ and `repair_config` build its training configurations.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -27,7 +28,7 @@ from grse_graph.evaluation.records import EvalSummary
 from grse_graph.evaluation.store import EvalFolder
 from grse_graph.evaluation.summary import difference_text, question_table, transition_table
 from grse_graph.evaluation.transitions import LibraryComparison, compare_folders
-from grse_graph.llm import SamplingSettings
+from grse_graph.llm import SamplingSettings, load_config
 from grse_graph.methods.registry import method_class
 from grse_graph.tasks.planted import PlantedLibrary
 from grse_graph.team.rollout import Rollout
@@ -37,7 +38,9 @@ from .graph import TrainingDeps
 from .provenance import LearnedSkill, learned_skills
 from .repair import PlantedSkillOutcome, planted_outcomes, separation
 from .report import change_text, gate_text, question_lines, write_report
+from .run_folder import RunFolder
 from .runner import TrainResult, run_training
+from .session import open_endpoints, session_deps
 
 # One iteration on a few questions: sized to finish well inside 15 minutes on 2 CPU cores with
 # the bundled 0.5B model (G stays at the paper's 4, so the group signal is the real one).
@@ -261,6 +264,54 @@ async def run_demo(
     )
 
 
+class DemoSession(BaseModel):
+    """One `run_demo` on a fresh embedded engine: its result, the model usage of this session
+    and of every session of the run folder, and the wall time."""
+
+    result: DemoResult
+    session_usage: dict[str, Any]
+    run_usage: dict[str, Any]
+    wall_s: float
+
+
+def run_demo_session(
+    config: TrainConfig,
+    run: RunFolder,
+    model: str,
+    *,
+    test_limit: int | None,
+    console: Console,
+    start_test: Path,
+    resume: bool,
+    planted: PlantedLibrary | None = None,
+) -> DemoSession:
+    """`run_demo` in `run` on the embedded `model` with the demo's role settings, the engine
+    started for it and stopped after it (the benchmarks' one run of a method)."""
+    llm = load_config(overrides=demo_llm_overrides(model))
+    started = time.perf_counter()
+    with open_endpoints(llm, engine_log=run.path / "engine.log") as endpoints:
+        deps = session_deps(config, run, endpoints)
+        result = asyncio.run(
+            run_demo(
+                config,
+                deps,
+                test_limit=test_limit,
+                console=console,
+                resume=resume,
+                start_test=start_test,
+                planted=planted,
+            )
+        )
+        session_usage = endpoints.ledger.report().model_dump(mode="json")
+        run_usage = deps.usage() if deps.usage is not None else {}
+    return DemoSession(
+        result=result,
+        session_usage=session_usage,
+        run_usage=run_usage,
+        wall_s=time.perf_counter() - started,
+    )
+
+
 def _recorded_rollouts(folder: Path) -> dict[str, Rollout]:
     """The finished rollouts of an evaluation folder, by question id."""
     return {
@@ -357,6 +408,7 @@ __all__ = [
     "REPAIR_SETTINGS",
     "TEST_FOLDERS",
     "DemoResult",
+    "DemoSession",
     "demo_llm_overrides",
     "learning_config",
     "print_comparison",
@@ -364,4 +416,5 @@ __all__ = [
     "print_planted",
     "repair_config",
     "run_demo",
+    "run_demo_session",
 ]

@@ -8,6 +8,7 @@ refined, pruned or merged, with the iteration whose gate accepted the change.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel
@@ -15,6 +16,7 @@ from pydantic import BaseModel
 from grse_graph.methods.plan import AggregationResult
 from grse_graph.tasks.planted import PlantedLibrary
 
+from .records import GateRecord, OperatorLine
 from .run_folder import RunFolder
 
 Fate = Literal["kept", "refined", "pruned", "merged"]
@@ -64,11 +66,12 @@ def _first_credit(
     return (direction.utility, direction.verdict) if direction is not None else (None, None)
 
 
-def _fate(run: RunFolder, agent: str, skill: str) -> tuple[Fate, int | None]:
+def _fate(
+    gates: Sequence[GateRecord], operators: Sequence[OperatorLine], agent: str, skill: str
+) -> tuple[Fate, int | None]:
     """The first accepted change that removed the skill, else the last that refined it."""
     refined_at: int | None = None
-    operators = run.operators.read()
-    for gate in run.gate.read():
+    for gate in gates:
         accepted = {d.agent for d in gate.decisions if d.accepted}
         if agent not in accepted:
             continue
@@ -91,6 +94,7 @@ def planted_outcomes(run: RunFolder, planted: PlantedLibrary) -> list[PlantedSki
     """Every planted skill's first credit, measured effect and fate in the run."""
     first_plan = run.aggregates.get("1")
     first_probe = run.probe_results.get("1")
+    gates, operators = run.gate.read(), run.operators.read()
     outcomes = []
     for entry in planted.skills:
         u1, verdict = (
@@ -113,7 +117,7 @@ def planted_outcomes(run: RunFolder, planted: PlantedLibrary) -> list[PlantedSki
                 ),
                 "critic" if u1 is not None else "none",
             )
-        fate, at = _fate(run, entry.agent, entry.skill)
+        fate, at = _fate(gates, operators, entry.agent, entry.skill)
         outcomes.append(
             PlantedSkillOutcome(
                 agent=entry.agent,
