@@ -25,7 +25,7 @@ from grse_graph.evaluation.langsmith_eval import (
 )
 from grse_graph.llm.accounting import UsageLedger
 from grse_graph.llm.config import LLMConfig, load_config
-from grse_graph.llm.engine import LocalEngine
+from grse_graph.llm.engine_slots import EngineSlots
 from grse_graph.llm.provider import SamplingSettings
 from grse_graph.llm.roles import ModelRoles
 from grse_graph.skills import SkillLibrary
@@ -105,16 +105,23 @@ def actor_provider(config: LLMConfig, console: Console) -> Iterator[ModelRoles]:
     ledger = UsageLedger()
     with ExitStack() as stack:
         engine_url: dict[str, str] | None = None
+        engine_slots: dict[str, tuple[str, ...]] = {}
         if config.role("actor").embedded:
             model = config.embedded_model("actor")
             console.print(f"starting the embedded engine (model {model}) ...")
             engine = stack.enter_context(
-                LocalEngine(config.engine.model_copy(update={"model": model}))
+                EngineSlots(config.engine.model_copy(update={"model": model}))
             )
             ledger.attach_engine_stats(engine.prompt_eval_stats)
             engine_url = {model: engine.base_url}
-            console.print(f"engine {engine.engine_name} ready at {engine_url}")
-        yield stack.enter_context(ModelRoles(config, ledger, engine_url=engine_url))
+            engine_slots = {engine.base_url: engine.slot_urls}
+            console.print(
+                f"engine {engine.engine_name} ready at {engine.base_url} "
+                f"({len(engine.slot_urls)} prefix slot(s))"
+            )
+        yield stack.enter_context(
+            ModelRoles(config, ledger, engine_url=engine_url, engine_slots=engine_slots)
+        )
 
 
 def _run(

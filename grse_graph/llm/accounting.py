@@ -25,7 +25,7 @@ import httpx
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from grse_graph.errors import RunawayGenerationStopped
 from grse_graph.llm.provider import ROLES, RoleName
@@ -85,6 +85,9 @@ class PromptEvalStats(BaseModel):
         return _fieldwise(self, earlier, operator.sub)
 
 
+_DERIVED_FIELDS = frozenset({"total", "cached_prompt_tokens"})
+
+
 class UsageReport(BaseModel):
     """Usage per role plus the total; reports add up role by role."""
 
@@ -92,6 +95,14 @@ class UsageReport(BaseModel):
 
     roles: dict[str, RoleUsage] = Field(default_factory=dict)
     engine: PromptEvalStats | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_derived(cls, data: Any) -> Any:
+        # A written report carries its computed fields; reading it back recomputes them.
+        if isinstance(data, Mapping):
+            return {key: value for key, value in data.items() if key not in _DERIVED_FIELDS}
+        return data
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -101,6 +112,16 @@ class UsageReport(BaseModel):
         for usage in self.roles.values():
             result = result + usage
         return result
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cached_prompt_tokens(self) -> int:
+        """Prompt tokens served from a prefix cache: as the servers reported them, or, where
+        none did (llama-cpp-python never does), as the embedded engine's log counted them."""
+        reported = self.total.cached_prompt_tokens
+        if reported or self.engine is None:
+            return reported
+        return self.engine.reused_prompt_tokens
 
     def role(self, role: RoleName) -> RoleUsage:
         """Usage of one role (zero if it made no call)."""
@@ -242,7 +263,6 @@ class UsageLedger:
         report = self.report()
         if accumulate and path.exists():
             earlier = json.loads(path.read_text(encoding="utf-8"))
-            earlier.pop("total", None)  # derived on dump
             report = UsageReport.model_validate(earlier) + report
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(path.name + ".tmp")

@@ -204,7 +204,11 @@ class EngineSettings(BaseModel):
 
     ``model`` is ``default`` (Qwen2.5-Coder-0.5B), ``small`` (SmolLM2-135M), ``medium``
     (Qwen2.5-Coder-1.5B) or a path to a ``.gguf`` file. ``port`` 0 picks a free loopback port.
-    ``n_ctx`` is the context per request (per slot on llama-server). ``threads`` None means one
+    ``n_ctx`` is the context per request (per slot on llama-server). ``n_parallel`` is the number
+    of prefix slots, each keeping one prompt prefix cached: llama-server's ``--parallel`` slots,
+    or as many llama-cpp-python processes, to which requests are routed by their fixed prefix
+    (see `grse_graph.llm.slot_routing`; one process computes each agent's role and skills anew
+    for every question, since the agents alternate). ``threads`` None means one
     per CPU core. ``allow_amx`` False keeps ggml off Intel AMX kernels (some virtual machines
     advertise AMX but fault on it; see `grse_graph.llm.childproc`). ``build_if_missing``: with
     ``engine = "llama-server"`` and no binary found, build it into the cache first

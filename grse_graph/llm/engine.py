@@ -337,6 +337,13 @@ class LocalEngine:
 
     def start(self) -> LocalEngine:
         """Resolve the model, start the engine and wait until it answers."""
+        self.launch()
+        self.wait_ready()
+        return self
+
+    def launch(self) -> None:
+        """Resolve the model and start the engine process without waiting for it (`EngineSlots`
+        launches every slot, then waits for each)."""
         if self._process is not None:
             raise EngineError("the local engine is already started")
         choice = ensure_engine(self.settings, self._progress, which=self._which)
@@ -369,14 +376,17 @@ class LocalEngine:
         except OSError as error:
             self._close_log()
             raise EngineError(f"{choice.name}: cannot start {command[0]}: {error}") from error
+
+    def wait_ready(self) -> None:
+        """Wait until the launched engine answers; stop it and raise `EngineError` if it exits
+        or does not answer within ``startup_timeout_s``."""
         try:
-            self._wait_ready()
+            self._poll_ready()
         except BaseException:
             self.stop()
             raise
-        return self
 
-    def _wait_ready(self) -> None:
+    def _poll_ready(self) -> None:
         deadline = time.monotonic() + self.settings.startup_timeout_s
         url = f"{self.base_url}/models"
         with httpx.Client(timeout=2.0) as client:

@@ -26,6 +26,7 @@ from grse_graph.llm.accounting import UsageLedger
 from grse_graph.llm.config import LLMConfig, RoleSettings, StructuredMethod
 from grse_graph.llm.engine import choose_engine
 from grse_graph.llm.provider import ROLES, RoleName, SamplingSettings
+from grse_graph.llm.slot_routing import AsyncSlotRoutingTransport, SlotRouter, SlotRoutingTransport
 from grse_graph.llm.structured import (
     SCHEMA_NARROWING_KEY,
     STRUCTURED_METHOD_KEY,
@@ -208,8 +209,11 @@ class ModelRoles:
     or, when embedded roles run on different models (`RoleSettings.engine_model`), a mapping
     from each model to the base URL of the engine serving it.
     Every model shares the role's httpx clients, whose event hooks and the model's callback
-    feed the `UsageLedger`. ``env`` (default ``os.environ``) is where API keys are read;
-    ``transport`` / ``async_transport`` replace the network layer (tests use httpx mocks).
+    feed the `UsageLedger`. ``engine_slots`` maps an embedded engine's base URL to the base URLs
+    of all its slots (`EngineSlots.slot_urls`): chat requests to it are then routed to the slot
+    that holds their prefix (`slot_routing`). ``env`` (default ``os.environ``) is where API keys
+    are read; ``transport`` / ``async_transport`` replace the network layer (tests use httpx
+    mocks).
     Close the instance (or use it as a context manager) to release the HTTP connections.
     """
 
@@ -219,6 +223,7 @@ class ModelRoles:
         ledger: UsageLedger,
         *,
         engine_url: str | Mapping[str, str] | None = None,
+        engine_slots: Mapping[str, Sequence[str]] | None = None,
         env: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
@@ -229,6 +234,7 @@ class ModelRoles:
         self._env = os.environ if env is None else env
         self._transport = transport
         self._async_transport = async_transport
+        self._slot_router = SlotRouter(engine_slots or {})
         self._sync_clients: dict[RoleName, httpx.Client] = {}
         self._embedded_engine: str | None = None  # resolved once, for `tool_transcript`
         self._token_counters: dict[RoleName, ServerTokenCounter] = {}
@@ -368,13 +374,20 @@ class ModelRoles:
         settings = self.settings(role)
         limits = httpx.Limits(max_connections=max(8, 2 * settings.concurrency))
         timeout = httpx.Timeout(settings.timeout_s)
+        routed = bool(self._slot_router.groups)
         sync_client = self._sync_clients.get(role)
         if sync_client is None:
             sync_client = httpx.Client(
                 event_hooks=self.ledger.event_hooks(role),
                 limits=limits,
                 timeout=timeout,
-                transport=self._transport,
+                transport=(
+                    SlotRoutingTransport(
+                        self._slot_router, self._transport or httpx.HTTPTransport(limits=limits)
+                    )
+                    if routed
+                    else self._transport
+                ),
             )
             self._sync_clients[role] = sync_client
         try:
@@ -388,7 +401,15 @@ class ModelRoles:
                 event_hooks=self.ledger.async_event_hooks(role),
                 limits=limits,
                 timeout=timeout,
-                transport=self._async_transport,
+                # One inner transport per client: its connections belong to this event loop.
+                transport=(
+                    AsyncSlotRoutingTransport(
+                        self._slot_router,
+                        self._async_transport or httpx.AsyncHTTPTransport(limits=limits),
+                    )
+                    if routed
+                    else self._async_transport
+                ),
             )
             per_loop[role] = async_client
         return sync_client, async_client

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grse_graph.llm import LLMConfig, LocalEngine, ModelRoles, UsageLedger
+from grse_graph.llm import LLMConfig, ModelRoles, UsageLedger
 from grse_graph.llm.accounting import PromptEvalStats, UsageReport
+from grse_graph.llm.engine_slots import EngineSlots
 from grse_graph.tasks.base import Task
 from grse_graph.tasks.registry import load_task
 
@@ -30,10 +31,10 @@ class Endpoints:
 
     roles: ModelRoles
     ledger: UsageLedger
-    engines: dict[str, LocalEngine]
+    engines: dict[str, EngineSlots]
 
     @property
-    def engine(self) -> LocalEngine | None:
+    def engine(self) -> EngineSlots | None:
         """The first embedded engine (the actor's when it is embedded), or None."""
         return next(iter(self.engines.values()), None)
 
@@ -42,7 +43,7 @@ class Endpoints:
         return summed_stats(self.engines)
 
 
-def summed_stats(engines: dict[str, LocalEngine]) -> PromptEvalStats:
+def summed_stats(engines: dict[str, EngineSlots]) -> PromptEvalStats:
     """The prompt statistics of the engines, summed."""
     total = PromptEvalStats()
     for engine in engines.values():
@@ -67,15 +68,18 @@ def open_endpoints(llm: LLMConfig, engine_log: Path | None = None) -> Iterator[E
     """
     ledger = UsageLedger()
     with contextlib.ExitStack() as stack:
-        engines: dict[str, LocalEngine] = {}
+        engines: dict[str, EngineSlots] = {}
         for index, model in enumerate(llm.embedded_models()):
             settings = llm.engine.model_copy(update={"model": model})
             log = engine_log_path(engine_log, model, first=index == 0)
-            engines[model] = stack.enter_context(LocalEngine(settings, log_path=log))
+            engines[model] = stack.enter_context(EngineSlots(settings, log_path=log))
         if engines:
             ledger.attach_engine_stats(lambda: summed_stats(engines))
         urls = {model: engine.base_url for model, engine in engines.items()}
-        roles = stack.enter_context(ModelRoles(llm, ledger, engine_url=urls or None))
+        slots = {engine.base_url: engine.slot_urls for engine in engines.values()}
+        roles = stack.enter_context(
+            ModelRoles(llm, ledger, engine_url=urls or None, engine_slots=slots)
+        )
         yield Endpoints(roles=roles, ledger=ledger, engines=engines)
 
 
@@ -109,7 +113,5 @@ def session_deps(
 def run_usage(run: RunFolder, ledger: UsageLedger) -> Callable[[], dict[str, Any]]:
     """The run's usage so far: the earlier sessions' usage.json (read once, now) plus this
     session's ledger, so a resumed run neither loses nor double-counts a session."""
-    recorded = dict(run.read_usage())
-    recorded.pop("total", None)  # derived on dump
-    earlier = UsageReport.model_validate(recorded)
+    earlier = UsageReport.model_validate(run.read_usage())
     return lambda: (earlier + ledger.report()).model_dump(mode="json")
