@@ -21,7 +21,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from grse_graph.durable import atomic_write_text
 from grse_graph.errors import ConfigError, GrseError
+from grse_graph.validation_text import describe_validation_error
 
 CheckpointerKind = Literal["sqlite", "postgres"]
 
@@ -94,14 +96,8 @@ def _read_record(path: Path) -> CheckpointerRecord | None:
         return CheckpointerRecord.model_validate_json(path.read_text(encoding="utf-8"))
     except ValidationError as error:
         raise ConfigError(
-            f"{path}: not a checkpointer record ({error.errors()[0]['msg']})"
+            f"{path}: not a checkpointer record ({describe_validation_error(error)})"
         ) from None
-
-
-def _write_record(path: Path, record: CheckpointerRecord) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
 
 
 def resolve_run(
@@ -191,7 +187,7 @@ async def open_run_checkpointer(
     chosen, record = resolve_run(spec, run_path, resume=resume)
     run_path.mkdir(parents=True, exist_ok=True)
     async with open_saver(chosen, run_path) as saver:
-        _write_record(run_path / RECORD_FILE, record)
+        atomic_write_text(run_path / RECORD_FILE, record.model_dump_json(indent=2) + "\n")
         yield saver, record.thread_id
 
 

@@ -54,6 +54,7 @@ from grse_graph.training.config import TrainConfig
 from grse_graph.training.context import TrainingDeps
 from grse_graph.training.graph import compile_training_graph, training_run_config
 from grse_graph.training.run_folder import RunFolder
+from grse_graph.validation_text import describe_validation_error
 
 DEFAULT_RUNS_DIR = "runs/studio"
 
@@ -292,9 +293,7 @@ def train_config(context: Mapping[str, Any], state: Mapping[str, Any]) -> TrainC
     try:
         return TrainConfig.model_validate(values)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "train"
-        raise ConfigError(f"context.train: {where}: {first['msg']}") from None
+        raise ConfigError(f"context.train: {describe_validation_error(error)}") from None
 
 
 def _thread_id(config: RunnableConfig) -> str:

@@ -54,6 +54,7 @@ from grse_graph.training.session import (
     session_deps,
 )
 from grse_graph.training.terminal import LiveProgress, ProgressTracker, TerminalReviewer
+from grse_graph.validation_text import describe_validation_error
 
 ROLE_SECTIONS = frozenset({"actor", "critic", "optimizer", "engine"})
 
@@ -82,9 +83,7 @@ def build_train_config(base: dict[str, Any], flags: dict[str, Any], origin: str)
     try:
         return TrainConfig.model_validate(merged)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "config"
-        raise ConfigError(f"{origin}: {where}: {first['msg']}") from None
+        raise ConfigError(f"{origin}: {describe_validation_error(error)}") from None
 
 
 def probe_section(

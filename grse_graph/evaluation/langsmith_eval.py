@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 from langchain_core.runnables import RunnableConfig
 from langsmith import schemas
 from langsmith.run_helpers import get_current_run_tree, get_tracing_context, tracing_context
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from grse_graph.errors import ConfigError, TaskError
 from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
@@ -41,6 +41,7 @@ from grse_graph.skills import import_pack
 from grse_graph.tasks.base import Task, TaskQuestion
 from grse_graph.team import SkillMode, TeamSpec, default_team, run_rollout
 from grse_graph.tracing import TRACE_METADATA_KEY
+from grse_graph.validation_text import describe_validation_error
 
 T = TypeVar("T")
 Inputs = Mapping[str, Any]
@@ -66,8 +67,10 @@ def question_from(inputs: Inputs, answer: str = "") -> TaskQuestion:
     """The `TaskQuestion` an example's inputs describe (the gold answer given separately)."""
     try:
         return TaskQuestion.model_validate({**inputs, "answer": answer})
-    except ValueError as error:
-        raise TaskError(f"LangSmith example inputs are not a task question: {error}") from None
+    except ValidationError as error:
+        raise TaskError(
+            f"LangSmith example inputs are not a task question: {describe_validation_error(error)}"
+        ) from None
 
 
 def _questions(task: Task, split: str, limit: int | None) -> list[TaskQuestion]:

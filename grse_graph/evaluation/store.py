@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from grse_graph.durable import append_jsonl, atomic_write_text, read_jsonl
 from grse_graph.errors import ConfigError
+from grse_graph.validation_text import describe_validation_error
 
 from .records import EvalSummary, PredictionRecord, RunConfig
 
@@ -19,7 +20,8 @@ SUMMARY_FILE = "summary.json"
 
 class EvalFolder:
     """One evaluation output folder. Predictions are appended as questions finish, so a crash
-    loses at most the line being written; reading drops a truncated last line."""
+    loses at most the line being written (`grse_graph.durable`: reading drops a torn last line,
+    the next append cuts it off)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -43,14 +45,12 @@ class EvalFolder:
         """Create the folder and `run.json`, or check that an existing run is the same run."""
         self.path.mkdir(parents=True, exist_ok=True)
         if not self.run_path.exists():
-            self.run_path.write_text(config.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            atomic_write_text(self.run_path, config.model_dump_json(indent=2) + "\n")
             return
         try:
             existing = RunConfig.model_validate_json(self.run_path.read_text(encoding="utf-8"))
         except ValidationError as error:
-            first = error.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "(root)"
-            raise ConfigError(f"{self.run_path}: field {field}: {first['msg']}") from None
+            raise ConfigError(f"{self.run_path}: {describe_validation_error(error)}") from None
         for field in ("task", "split", "method", "data", "categories", "model", "method_config"):
             old, new = getattr(existing, field), getattr(config, field)
             if old != new:
@@ -63,49 +63,15 @@ class EvalFolder:
     def read_predictions(self) -> dict[str, PredictionRecord]:
         """Finished records by question id (a later line for the same id wins).
 
-        A last line that does not parse (a crash mid-write) is dropped and cut from the file so
-        later appends start on a clean line; a bad line elsewhere is an error naming its number.
+        A torn last line (a kill mid-write) is dropped; a bad line elsewhere is an error naming
+        its number. Reading never changes the file.
         """
-        if not self.predictions_path.exists():
-            return {}
-        raw = self.predictions_path.read_bytes()
-        lines = raw.split(b"\n")
-        records: dict[str, PredictionRecord] = {}
-        good_bytes = 0
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                good_bytes += len(line) + 1
-                continue
-            try:
-                record = PredictionRecord.model_validate_json(line)
-            except ValidationError as error:
-                is_last = all(not rest.strip() for rest in lines[number:])
-                if is_last:
-                    self._truncate(good_bytes)
-                    break
-                raise ConfigError(
-                    f"{self.predictions_path}:{number}: not a prediction record "
-                    f"({error.errors()[0]['msg']})"
-                ) from None
-            records[record.id] = record
-            good_bytes += len(line) + 1
-        else:
-            if raw and not raw.endswith(b"\n"):
-                # The record parsed but its newline was lost: end the line before appending.
-                with self.predictions_path.open("ab") as handle:
-                    handle.write(b"\n")
-        return records
-
-    def _truncate(self, size: int) -> None:
-        with self.predictions_path.open("r+b") as handle:
-            handle.truncate(min(size, os.path.getsize(self.predictions_path)))
+        found = read_jsonl(self.predictions_path, PredictionRecord, error=ConfigError)
+        return {record.id: record for record in found.records}
 
     def append(self, record: PredictionRecord) -> None:
         """Append one record as one line and flush it to disk."""
-        with self.predictions_path.open("a", encoding="utf-8") as handle:
-            handle.write(record.model_dump_json() + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_jsonl(self.predictions_path, record.model_dump_json())
 
     def read_elapsed_s(self) -> float:
         """Wall time the earlier sessions of this folder recorded in `summary.json` (0 if none)."""
@@ -117,12 +83,10 @@ class EvalFolder:
             ).elapsed_s
         except ValidationError as error:
             raise ConfigError(
-                f"{self.summary_path}: not a summary ({error.errors()[0]['msg']}); "
+                f"{self.summary_path}: not a summary ({describe_validation_error(error)}); "
                 "delete it to rebuild it from predictions.jsonl"
             ) from None
 
     def write_summary(self, summary: EvalSummary) -> None:
         """Write `summary.json` (replacing any earlier one atomically)."""
-        tmp = self.summary_path.with_suffix(".json.tmp")
-        tmp.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        tmp.replace(self.summary_path)
+        atomic_write_text(self.summary_path, summary.model_dump_json(indent=2) + "\n")

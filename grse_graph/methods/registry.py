@@ -21,6 +21,7 @@ from grse_graph.methods.base import MethodSettings as MethodSettings
 from grse_graph.methods.grse.method import GrseMethod, GrseSettings
 from grse_graph.methods.maskills import MaskillsMethod, MaskillsSettings
 from grse_graph.methods.skillmas import SkillmasMethod, SkillmasSettings
+from grse_graph.validation_text import describe_validation_error
 
 MethodClass = type[BaseCreditMethod[Any, Any]]
 
@@ -69,8 +70,6 @@ def create_method(
         try:
             settings = cls.settings_type.model_validate(settings.model_dump())
         except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "settings"
-            raise ConfigError(f"method {cls.name}: {where}: {first['msg']}") from None
+            raise ConfigError(f"method {cls.name}: {describe_validation_error(error)}") from None
     method: CreditMethod = cls(settings)
     return method

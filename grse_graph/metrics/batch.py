@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from grse_graph.errors import ScoringError
+from grse_graph.validation_text import describe_validation_error
 
 from .hotpotqa import hotpot_em, hotpot_f1
 from .locomo import locomo_bleu, locomo_f1
@@ -78,14 +79,6 @@ class ScoreSummary(BaseModel):
     per_category: dict[int, ScoreGroup] = Field(default_factory=dict)
 
 
-def _describe_validation_error(error: ValidationError) -> str:
-    first = error.errors()[0]
-    field = ".".join(str(part) for part in first["loc"]) or "record"
-    if first["type"] == "missing":
-        return f"missing field '{field}'"
-    return f"field '{field}': {first['msg'].lower()} (got {first['input']!r})"
-
-
 def _parse_line(
     text: str, metric: Metric, where: str
 ) -> tuple[dict[str, Any], HotpotInput | LocomoInput]:
@@ -99,7 +92,7 @@ def _parse_line(
     try:
         return data, model.model_validate(data)
     except ValidationError as error:
-        raise ScoringError(f"{where}: {_describe_validation_error(error)}") from None
+        raise ScoringError(f"{where}: {describe_validation_error(error)}") from None
 
 
 def _score(

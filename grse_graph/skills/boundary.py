@@ -105,6 +105,12 @@ class Boundary:
             return "file"
         raise SkillError(f"{shown(path)}: {_file_type(mode)}, not a regular file")
 
+    def mode(self, path: Path) -> int:
+        """The `st_mode` of what `path` (inside the root) resolves to."""
+        real = self.resolve(path)
+        with reading(path):
+            return os.stat(real).st_mode
+
     def exists(self, path: Path) -> bool:
         """True when anything (even a dangling symlink) is at `path`."""
         return os.path.lexists(path)

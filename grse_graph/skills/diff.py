@@ -75,7 +75,25 @@ def skill_diff(old: Skill | None, new: Skill | None) -> str:
         before, after = old_res.get(path), new_res.get(path)
         if before != after:
             lines.extend(_resource_lines(path, before, after, name))
+    lines.extend(_mode_lines(old, new, name))
     return "".join(lines)
+
+
+def _mode_lines(old: Skill | None, new: Skill | None, name: str) -> list[str]:
+    """A line per resource kept on both sides whose exec bit changed (else the diff of a
+    skill that differs only there would be empty)."""
+    if old is None or new is None:
+        return []
+    flipped = set(old.executables) ^ set(new.executables)
+    kept = sorted(p for p in flipped if p in old.resources and p in new.resources)
+    words = {True: "executable", False: "not executable"}
+    return [
+        _safe(
+            f"Mode of {name}/{path}: {words[path in old.executables]} -> "
+            f"{words[path in new.executables]}"
+        )
+        for path in kept
+    ]
 
 
 def library_diff(

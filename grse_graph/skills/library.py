@@ -196,8 +196,7 @@ class SkillLibrary(BaseModel):
                 if old is not None and old.skill == skill and old.skill_md is not None:
                     # Keep hand-written formatting of unchanged skills byte for byte.
                     writer(folder / SKILL_FILE, old.skill_md)
-                    for rel, data in sorted(skill.resources.items()):
-                        writer(folder / rel, data)
+                    skill.write_resources(folder, writer)
                 else:
                     skill.write_files(folder, writer)
 

@@ -23,6 +23,10 @@ MAX_PATH_PART_BYTES = 255
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_FOLDER_ENTRIES = 4096
 MAX_YAML_DEPTH = 16
+# Bookkeeping counts (`grse-invocations`, `grse-iteration`) are read back with `int()`: capped
+# far below Python's int-from-text limit (4300 digits) and within a signed 64-bit integer, so
+# every reader (Python, JSON tools) can hold them.
+MAX_COUNT_DIGITS = 18
 
 # Agent Skills spec: lowercase letters, digits and single hyphens, no hyphen at either end.
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")

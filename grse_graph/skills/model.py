@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +14,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from grse_graph.errors import SkillError
 
-from .files import FileWriter, durable_write
+from .files import FileWriter, durable_write, mark_executable
 from .frontmatter import dump_front_matter, split_front_matter
 from .limits import (
     MAX_COMPATIBILITY_CHARS,
+    MAX_COUNT_DIGITS,
     MAX_DESCRIPTION_CHARS,
     MAX_NAME_CHARS,
     MAX_PATH_PART_BYTES,
@@ -149,6 +150,8 @@ def _check_bookkeeping(key: str, value: str) -> None:
     elif key in (INVOCATIONS_KEY, ITERATION_KEY):
         if not _INT_PATTERN.fullmatch(value):
             problem = "must be a non-negative whole number"
+        elif len(value) > MAX_COUNT_DIGITS:
+            problem = f"has {len(value)} digits, over the limit of {MAX_COUNT_DIGITS}"
     elif key == PARENT_HASH_KEY:
         if not _HASH_PATTERN.fullmatch(value):
             problem = "must be a 64-character lowercase sha256 hex digest"
@@ -161,7 +164,16 @@ def _check_bookkeeping(key: str, value: str) -> None:
     else:
         problem = f"is not a known bookkeeping key (known: {', '.join(BOOKKEEPING_KEYS)})"
     if problem is not None:
-        raise ValueError(f"metadata {key}={value!r} {problem}")
+        raise ValueError(f"metadata {key}={_clipped(value)} {problem}")
+
+
+def _clipped(value: str, limit: int = 40) -> str:
+    """`value` quoted for an error line, its middle cut when long (a 5000-digit value would
+    bury the problem)."""
+    if len(value) <= limit:
+        return repr(value)
+    half = limit // 2
+    return repr(f"{value[:half]}...{value[-half:]}")
 
 
 class Skill(BaseModel):
@@ -171,7 +183,8 @@ class Skill(BaseModel):
     Evolution bookkeeping lives in `metadata` under the `grse-*` keys with typed accessors.
     `resources` maps paths relative to the skill folder (references/, scripts/, assets/, or any
     other file next to SKILL.md, as the spec allows) to file contents and travels with the
-    skill on save, export and copy.
+    skill on save, export and copy; `executables` names the resources whose file is executable
+    (a `scripts/run.sh` an agent runs), so that bit survives the same trips.
 
     Direct construction raises pydantic's `ValidationError`; `Skill.build`, `Skill.parse` and
     `Skill.load` raise a one-line `SkillError` instead.
@@ -189,6 +202,7 @@ class Skill(BaseModel):
     allowed_tools: list[str] = []
     metadata: dict[str, str] = {}
     resources: dict[str, bytes] = {}
+    executables: tuple[str, ...] = ()
 
     @field_validator("name")
     @classmethod
@@ -284,6 +298,19 @@ class Skill(BaseModel):
                     raise ValueError(f"resource {path!r} is inside another resource file")
         return value
 
+    @field_validator("executables")
+    @classmethod
+    def _canonical_executables(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # Sorted and unique, so equal skills compare, hash and serialise the same.
+        return tuple(sorted(set(value)))
+
+    @model_validator(mode="after")
+    def _executables_are_resources(self) -> Skill:
+        for path in self.executables:
+            if path not in self.resources:
+                raise ValueError(f"executable {path!r} is not one of the skill's resource files")
+        return self
+
     @model_validator(mode="after")
     def _fits_size_limit(self) -> Skill:
         size = len(self.to_markdown().encode("utf-8"))
@@ -295,7 +322,7 @@ class Skill(BaseModel):
 
     def __hash__(self) -> int:
         # Consistent with equality (all fields), usable in sets and as dict keys.
-        return hash((self.to_markdown(), tuple(sorted(self.resources.items()))))
+        return hash((self.to_markdown(), tuple(sorted(self.resources.items())), self.executables))
 
     # ----- construction ------------------------------------------------------------------
 
@@ -311,8 +338,15 @@ class Skill(BaseModel):
             raise SkillError(validation_lines(error, shown(source))[0]) from None
 
     @classmethod
-    def parse(cls, text: str, source: str, resources: Mapping[str, bytes] | None = None) -> Skill:
-        """Parse SKILL.md text. `source` (usually the file path) prefixes every error message."""
+    def parse(
+        cls,
+        text: str,
+        source: str,
+        resources: Mapping[str, bytes] | None = None,
+        executables: Iterable[str] = (),
+    ) -> Skill:
+        """Parse SKILL.md text. `source` (usually the file path) prefixes every error message;
+        `executables` names the resources whose file on disk is executable."""
         size = len(text.encode("utf-8", errors="surrogatepass"))
         if size > MAX_SKILL_MD_BYTES:
             raise SkillError(
@@ -320,7 +354,13 @@ class Skill(BaseModel):
             )
         data, body = split_front_matter(text, source)
         fields = _front_matter_to_fields(data, source)
-        return cls.build(source, body=body, resources=dict(resources or {}), **fields)
+        return cls.build(
+            source,
+            body=body,
+            resources=dict(resources or {}),
+            executables=tuple(executables),
+            **fields,
+        )
 
     @classmethod
     def load(cls, directory: Path | str) -> Skill:
@@ -371,8 +411,14 @@ class Skill(BaseModel):
     def write_files(self, directory: Path, writer: FileWriter = durable_write) -> None:
         """Write SKILL.md and resources into an existing folder that is not yet live."""
         writer(directory / SKILL_FILE, self.to_markdown().encode("utf-8"))
+        self.write_resources(directory, writer)
+
+    def write_resources(self, directory: Path, writer: FileWriter = durable_write) -> None:
+        """Write the resource files (executables marked so) into a folder not yet live."""
         for path, data in sorted(self.resources.items()):
             writer(directory / path, data)
+        for path in self.executables:
+            mark_executable(directory / path)
 
     # ----- identity ----------------------------------------------------------------------
 
@@ -395,6 +441,10 @@ class Skill(BaseModel):
             },
             "resources": {k: hashlib.sha256(v).hexdigest() for k, v in self.resources.items()},
         }
+        if self.executables:
+            # Whether a script runs is part of what the agent runs. Only added when set, so
+            # the hashes of skills without executables (every pack written so far) stay put.
+            payload["executables"] = list(self.executables)
         encoded = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")
         return hashlib.sha256(encoded).hexdigest()
 

@@ -20,7 +20,14 @@ from pathlib import Path
 from grse_graph.errors import SkillError
 
 from .boundary import Boundary, decode_utf8, reading
-from .files import FileWriter, atomic_write, is_save_leftover, recover_leftovers, replace_dir
+from .files import (
+    FileWriter,
+    atomic_write,
+    is_executable,
+    is_save_leftover,
+    recover_leftovers,
+    replace_dir,
+)
 from .limits import (
     MAX_RESOURCE_BYTES,
     MAX_RESOURCE_DEPTH,
@@ -44,6 +51,7 @@ class SkillScan:
     problems: list[str] = field(default_factory=list)  # every other problem
     hidden: list[Path] = field(default_factory=list)  # hidden entries that are not leftovers
     files: dict[str, bytes] = field(default_factory=dict)
+    executables: set[str] = field(default_factory=set)  # keys of `files` with the exec bit
 
     def all_problems(self) -> list[str]:
         """Every problem, the SKILL.md one first."""
@@ -113,6 +121,8 @@ class _Walk:
                 f"{MAX_SKILL_TOTAL_BYTES} bytes"
             )
         self.scan.files[key] = data
+        if is_executable(self.boundary.mode(child)):
+            self.scan.executables.add(key)
 
 
 def scan_skill_folder(directory: Path) -> SkillScan:
@@ -141,7 +151,7 @@ def scan_skill_folder(directory: Path) -> SkillScan:
             raise SkillError(f"{shown(skill_file)}: a folder where a file belongs")
         scan.skill_md = boundary.read(skill_file, MAX_SKILL_MD_BYTES, SKILL_FILE)
         text = decode_utf8(scan.skill_md, skill_file)
-        scan.skill = Skill.parse(text, shown(skill_file), scan.files)
+        scan.skill = Skill.parse(text, shown(skill_file), scan.files, scan.executables)
     except SkillError as error:
         scan.skill_problem = str(error)
     if scan.skill is not None and scan.skill.name != directory.name:
@@ -158,8 +168,18 @@ def read_skill_folder(directory: Path) -> tuple[Skill | None, list[str]]:
     return scan.skill, scan.all_problems()
 
 
+def named_folder(directory: Path) -> Path:
+    """`directory`, made absolute when its path has no name of its own (`.`, `..`, `a/..`):
+    the folder's real name is what a skill name must match, and its real parent is where the
+    leftovers of an interrupted save lie."""
+    if directory.name in ("", ".", ".."):
+        return Path(os.path.abspath(directory))
+    return directory
+
+
 def load_skill(directory: Path) -> Skill:
     """`Skill.load`: recover leftovers of an interrupted save, then read strictly."""
+    directory = named_folder(directory)
     with reading(directory.parent, "cannot recover an interrupted save"):
         recover_leftovers(directory.parent)
     skill, problems = read_skill_folder(directory)
@@ -180,6 +200,13 @@ def check_replaceable(directory: Path, scan: SkillScan, new: Skill | None) -> No
         raise SkillError(f"{scan.skill_problem}; refusing to overwrite {shown(directory)}")
     if scan.problems:
         raise SkillError(f"{scan.problems[0]}; refusing to overwrite {shown(directory)}")
+    skill_file = directory / SKILL_FILE
+    if is_real_dir(skill_file):
+        # The reader does not look inside it, so replacing it could delete unseen files.
+        raise SkillError(
+            f"{shown(skill_file)}: a folder where a file belongs; refusing to overwrite "
+            f"{shown(directory)}"
+        )
     if scan.hidden:
         raise SkillError(
             f"{shown(scan.hidden[0])}: hidden entry the save did not write; refusing to overwrite"

@@ -13,7 +13,7 @@ from .limits import MAX_FOLDER_ENTRIES, RESOURCE_DIRS, SKILL_FILE
 from .manifest import MANIFEST_FILE
 from .model import Skill
 from .pack import read_pack, read_team_folder
-from .storage import read_skill_folder
+from .storage import named_folder, read_skill_folder
 from .text import one_line, shown
 
 PathKind = Literal["skill", "library", "team", "pack", "missing"]
@@ -81,10 +81,8 @@ def inspect_path(path: Path | str) -> PathReport:
     elif kind == "skill" and not os.path.isdir(path) and path.name != SKILL_FILE:
         problems = [f"{shown(path)}: not a folder (expected a skill, library, team or pack)"]
     elif kind == "skill":
-        folder = path if os.path.isdir(path) else path.parent
-        if folder.name in ("", ".", ".."):
-            # `validate .` inside a skill folder: the folder's own name is the one to match.
-            folder = Path(os.path.abspath(folder))
+        # `validate .` inside a skill folder: the folder's own name is the one to match.
+        folder = named_folder(path if os.path.isdir(path) else path.parent)
         skill, problems = read_skill_folder(folder)
         if skill is not None and not problems:
             groups[folder.name] = [skill]

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from grse_graph.errors import GrseError
 from grse_graph.skills import Skill, SkillLibrary
 from grse_graph.skills.diff import skill_diff
+from grse_graph.validation_text import describe_validation_error
 
 Change = Literal["added", "changed", "removed"]
 
@@ -46,7 +47,7 @@ class ReviewAnswer(BaseModel):
         try:
             answer = cls.model_validate(raw)
         except ValidationError as error:
-            raise GrseError(f"review answer {raw!r}: {error.errors()[0]['msg']}") from None
+            raise GrseError(f"review answer {raw!r}: {describe_validation_error(error)}") from None
         if answer.verdict == "edit" and not (answer.body or "").strip():
             raise GrseError("review answer: verdict edit needs a non-empty body")
         return answer

@@ -23,15 +23,15 @@ Layout::
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from grse_graph.durable import atomic_write_text
 from grse_graph.jsonl import JsonlStore, RunFolderError
 from grse_graph.skills import SkillLibrary
+from grse_graph.validation_text import describe_validation_error
 
 from .config import TrainConfig
 from .records import (
@@ -52,16 +52,6 @@ C = TypeVar("C", bound=BaseModel)
 
 def _unit_id(record: Any) -> str:
     return str(record.unit_id)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 class RunFolder:
@@ -144,16 +134,18 @@ class RunFolder:
 
     def write_config(self, config: TrainConfig) -> None:
         """Write config.json atomically."""
-        _write_atomic(self.config_path, config.model_dump_json(indent=2) + "\n")
+        atomic_write_text(self.config_path, config.model_dump_json(indent=2) + "\n")
 
     def read_config(self) -> TrainConfig:
         """Read config.json back (one-line error naming the file otherwise)."""
         if not self.config_path.exists():
             raise RunFolderError(f"{self.config_path}: no such file (not a run folder)")
         try:
-            return TrainConfig.model_validate_json(self.config_path.read_text("utf-8"))
-        except ValueError as error:
-            raise RunFolderError(f"{self.config_path}: {str(error).splitlines()[0]}") from None
+            # Bytes, not text: pydantic reports invalid UTF-8 as a validation error too.
+            return TrainConfig.model_validate_json(self.config_path.read_bytes())
+        except ValidationError as error:
+            message = describe_validation_error(error)
+            raise RunFolderError(f"{self.config_path}: {message}") from None
 
     # -- libraries ---------------------------------------------------------------------------
 
@@ -190,7 +182,7 @@ class RunFolder:
 
     def write_usage(self, usage: dict[str, Any]) -> None:
         """Write usage.json atomically (per-role calls, tokens, cached tokens, wall time)."""
-        _write_atomic(self.usage_path, json.dumps(usage, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(self.usage_path, json.dumps(usage, indent=2, sort_keys=True) + "\n")
 
     def read_usage(self) -> dict[str, Any]:
         """usage.json as written, or an empty mapping when the run wrote none yet."""

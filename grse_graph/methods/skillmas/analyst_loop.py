@@ -27,6 +27,7 @@ from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
 from grse_graph.skills import SkillLibrary
 from grse_graph.team.agent import replayable
 from grse_graph.team.rollout import Rollout
+from grse_graph.validation_text import describe_validation_error
 
 from .diagnosis import (
     ANALYST_TEMPERATURE,
@@ -244,7 +245,7 @@ class ToolLoopAnalyst:
                 try:
                     analysis = ClusterAnalysis.model_validate(args)
                 except ValidationError as error:
-                    problems = [str(e["msg"]) for e in error.errors()]
+                    problems = [describe_validation_error(error)]
                 else:
                     problems = validity_problems(analysis, len(cluster.failures))
                     if not problems:

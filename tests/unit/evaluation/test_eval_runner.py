@@ -166,7 +166,7 @@ def test_corrupt_line_in_the_middle_is_an_error(tmp_path: Path) -> None:
     evaluate(task, FakeAnswerer(task, ANSWERS), tmp_path, limit=1)
     path = tmp_path / "predictions.jsonl"
     path.write_text("garbage\n" + path.read_text())
-    with pytest.raises(ConfigError, match=r"predictions.jsonl:1: not a prediction record"):
+    with pytest.raises(ConfigError, match=r"predictions.jsonl:1: Invalid JSON"):
         EvalFolder(tmp_path).read_predictions()
 
 

@@ -87,21 +87,29 @@ def test_locomo_from_stdin_adds_f1_and_bleu_and_summarises_per_category() -> Non
         (
             "hotpotqa",
             [{"prediction": "a", "answer": "a"}, {"prediction": "b"}],
-            "<stdin> line 2: missing field 'answer'",
+            "<stdin> line 2: answer: Field required",
         ),
         (
             "locomo",
             [{"prediction": "a", "answer": "a", "category": 2}, {"prediction": "a", "answer": "a"}],
-            "<stdin> line 2: missing field 'category'",
+            "<stdin> line 2: category: Field required",
         ),
-        ("hotpotqa", [{"answer": "a"}], "<stdin> line 1: missing field 'prediction'"),
+        ("hotpotqa", [{"answer": "a"}], "<stdin> line 1: prediction: Field required"),
         (
             "locomo",
             [{"prediction": "a", "answer": "a", "category": 5}],
             "<stdin> line 1: LoCoMo category 5 (adversarial) is excluded from scoring",
         ),
-        ("locomo", [{"prediction": "a", "answer": "a", "category": "2"}], "field 'category'"),
-        ("hotpotqa", [{"prediction": None, "answer": "a"}], "line 1: field 'prediction'"),
+        (
+            "locomo",
+            [{"prediction": "a", "answer": "a", "category": "2"}],
+            "category: Input should be a valid integer (got '2')",
+        ),
+        (
+            "hotpotqa",
+            [{"prediction": None, "answer": "a"}],
+            "line 1: prediction: Input should be a valid string (got None)",
+        ),
         ("hotpotqa", [["a", "b"]], "line 1: expected a JSON object, got list"),
     ],
 )

@@ -66,6 +66,18 @@ def test_run_folder_config_round_trip_and_missing_config(tmp_path: Path) -> None
     assert run.read_config() == config
 
 
+def test_run_folder_config_error_names_the_field(tmp_path: Path) -> None:
+    run = RunFolder(tmp_path / "run")
+    run.write_config(TrainConfig(task="demo"))
+    data = run.config_path.read_text().replace('"iterations": 5', '"iterations": 0')
+    run.config_path.write_text(data)
+    with pytest.raises(RunFolderError) as caught:
+        run.read_config()
+    assert str(caught.value) == (
+        f"{run.config_path}: iterations: Input should be greater than or equal to 1 (got 0)"
+    )
+
+
 def test_train_config_has_the_paper_defaults_and_rejects_a_fixed_training_seed() -> None:
     config = TrainConfig(task="locomo")
     assert (config.iterations, config.method.group_size, config.batch_size) == (5, 4, 24)
