@@ -178,12 +178,14 @@ def audit_table(report: AuditReport) -> Table:
         title=Text(f"skill audit {shown(header.task)}/{shown(header.split)}"),
         caption=Text(f"{plan_line(header, len(report.effects))}\n{cost_line(header)}"),
     )
-    table.add_column("agent", no_wrap=True)
-    table.add_column("skill", no_wrap=True)
-    table.add_column("effect", justify="right")
+    # The numbers never wrap and the headers are short, so on an 80-column log (no terminal)
+    # only the names fold instead of the effect shrinking to an ellipsis.
+    table.add_column("agent", overflow="fold")
+    table.add_column("skill", overflow="fold")
+    table.add_column("effect", justify="right", no_wrap=True)
     table.add_column(f"{header.confidence:.0%} interval", no_wrap=True)
-    table.add_column("questions", justify="right")
-    table.add_column("invocations", justify="right")
+    table.add_column("q", justify="right", no_wrap=True)
+    table.add_column("used", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     for r in report.effects:
         table.add_row(

@@ -4,6 +4,7 @@ prints the per-skill JSON list and resumes (no engine)."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -11,12 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from grse_graph.cli import audit_cmd, build_app
+from grse_graph.cli.audit_cmd import audit_table
 from grse_graph.errors import GrseError
 from grse_graph.probes import PROBES_FILE
-from grse_graph.probes.report import AUDIT_FILE, CHART_FILE, REPORT_FILE
+from grse_graph.probes.report import AUDIT_FILE, CHART_FILE, REPORT_FILE, AuditReport
 from grse_graph.skills import Skill, SkillLibrary, export_pack
 from tests.fakeserver import FakeOpenAIServer
 
@@ -232,3 +235,26 @@ def test_the_terminal_gets_the_table_and_the_folder(tmp_path: Path) -> None:
     assert "skill audit demo/validation" in result.stdout
     assert "no effect" in result.stdout
     assert f"results in {tmp_path / 'audit'}" in " ".join(result.stdout.split())
+
+
+def test_an_80_column_log_keeps_every_number_of_the_table(tmp_path: Path) -> None:
+    pack = export_pack(
+        {"reasoner": SkillLibrary.load(_library(tmp_path / "r"), agent="reasoner")},
+        tmp_path / "pack",
+    )
+    with FakeOpenAIServer() as server:
+        result = _audit(
+            "--task", "demo", "--limit", "2", "--pack", str(pack),
+            "--config", str(_remote_config(tmp_path, server)),
+            "--out", str(tmp_path / "audit"), "--json",
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.stdout)
+    report = AuditReport.model_validate_json((tmp_path / "audit" / "audit.json").read_text())
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(audit_table(report))
+    text = console.export_text()
+    assert "…" not in text
+    assert all(record["effect"] is not None for record in records)
+    for record in records:
+        assert f"{record['effect']:+.3f}" in text
