@@ -38,7 +38,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from pydantic import ValidationError
 from typing_extensions import TypedDict
 
 from grse_graph.errors import ConfigError, TaskError
@@ -50,13 +49,15 @@ from grse_graph.skills import SkillLibrary, import_pack
 from grse_graph.tasks import load_task
 from grse_graph.tasks.base import Task, TaskQuestion
 from grse_graph.team import SkillMode, TeamSpec, default_team, run_rollout
-from grse_graph.training.config import TrainConfig
+from grse_graph.training.config import TrainConfig, train_config_from
 from grse_graph.training.context import TrainingDeps
 from grse_graph.training.graph import compile_training_graph, training_run_config
 from grse_graph.training.run_folder import RunFolder
-from grse_graph.validation_text import describe_validation_error
 
 DEFAULT_RUNS_DIR = "runs/studio"
+
+CONTEXT_SETTINGS = ("task", "data", "category", "review", "skill_mode", "topology")
+"""`TrainConfig` fields a training context gives at its top level (over its `train` table)."""
 
 
 # -- context ---------------------------------------------------------------------------------
@@ -284,16 +285,19 @@ def train_config(context: Mapping[str, Any], state: Mapping[str, Any]) -> TrainC
     """The `TrainConfig` of a context (its `train` table plus task, data, category, review)."""
 
     values: dict[str, Any] = {**(context.get("train") or {})}
-    for key in ("task", "data", "category", "review", "skill_mode", "topology"):
+    for key in CONTEXT_SETTINGS:
         if key in context:
             values[key] = context[key]
     values.setdefault("task", "demo")
     if state.get("iterations"):
         values["iterations"] = state["iterations"]
-    try:
-        return TrainConfig.model_validate(values)
-    except ValidationError as error:
-        raise ConfigError(f"context.train: {describe_validation_error(error)}") from None
+
+    def removal(setting: str) -> str:
+        # A refused setting is where the context gave it: at its top level or in `train`.
+        where = "context" if setting in CONTEXT_SETTINGS and setting in context else "context.train"
+        return f"remove {where}.{setting}"
+
+    return train_config_from(values, "context.train", removal)
 
 
 def _thread_id(config: RunnableConfig) -> str:

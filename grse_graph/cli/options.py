@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel
 from rich.console import Console
+from typer.core import TyperCommand
 
 CONFIG_HELP = (
     "The grse TOML file: model roles ([actor], [critic], [optimizer], [engine]) and, for "
@@ -36,4 +37,35 @@ def print_json(value: BaseModel | dict[str, Any] | list[Any]) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-__all__ = ["CONFIG_HELP", "ConfigOption", "JsonOption", "print_json", "report_console"]
+class PanelledCommand(TyperCommand):
+    """A command whose `--help` lists its options in sections named by their `rich_help_panel`
+    (Typer's own grouping, which only its Rich help draws: this CLI shows help as written,
+    `rich_markup_mode=None`, so brackets stay text). Options without a panel go under
+    "Options", after the panels in the order their first option is declared."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        # Any: newer Typer vendors click privately (typer._click), older Typer uses click
+        # itself; both values are only handed back to their own methods here.
+        sections: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            default = "Arguments" if param.param_type_name == "argument" else "Options"
+            panel = getattr(param, "rich_help_panel", None) or default
+            sections.setdefault(panel, []).append(record)
+        # The unpanelled options (--help among them) come last, as in Typer's Rich help.
+        ordered = sorted(sections.items(), key=lambda item: item[0] == "Options")
+        for panel, records in ordered:
+            with formatter.section(panel):
+                formatter.write_dl(records)
+
+
+__all__ = [
+    "CONFIG_HELP",
+    "ConfigOption",
+    "JsonOption",
+    "PanelledCommand",
+    "print_json",
+    "report_console",
+]

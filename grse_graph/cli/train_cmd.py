@@ -13,23 +13,28 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from grse_graph.checkpointing import CheckpointerSpec
 from grse_graph.cli.eval_cmd import parse_library_option
-from grse_graph.cli.options import ConfigOption, JsonOption, print_json, report_console
+from grse_graph.cli.options import (
+    ConfigOption,
+    JsonOption,
+    PanelledCommand,
+    print_json,
+    report_console,
+)
 from grse_graph.errors import ConfigError
 from grse_graph.llm import LLMConfig, load_config
-from grse_graph.methods.registry import METHOD_NAMES, method_class
+from grse_graph.methods.registry import BUILTIN_METHODS, METHOD_NAMES, MethodClass, method_class
 from grse_graph.skills import PACK_SKILLS_DIR, check_pack_destination, export_run_pack, import_pack
 from grse_graph.tasks.base import Task
-from grse_graph.tasks.planted import demo_planted
+from grse_graph.tasks.planted import PlantedLibrary, demo_planted
 from grse_graph.tasks.protocol import with_protocol_defaults
 from grse_graph.team import default_team
 from grse_graph.team.topology import TOPOLOGY_NAMES
-from grse_graph.training.config import TrainConfig
+from grse_graph.training.config import TrainConfig, refuse_unread_settings, train_config_from
 from grse_graph.training.context import TrainingDeps
 from grse_graph.training.demo import (
     DEMO_SETTINGS,
@@ -54,7 +59,6 @@ from grse_graph.training.session import (
     session_deps,
 )
 from grse_graph.training.terminal import LiveProgress, ProgressTracker, TerminalReviewer
-from grse_graph.validation_text import describe_validation_error
 
 ROLE_SECTIONS = frozenset({"actor", "critic", "optimizer", "engine"})
 
@@ -78,12 +82,16 @@ def _read_train_toml(path: Path) -> dict[str, Any]:
 
 
 def build_train_config(base: dict[str, Any], flags: dict[str, Any], origin: str) -> TrainConfig:
-    """TOML values overridden by the flags that were given (None means not given)."""
-    merged = {**base, **{k: v for k, v in flags.items() if v is not None}}
-    try:
-        return TrainConfig.model_validate(merged)
-    except ValidationError as error:
-        raise ConfigError(f"{origin}: {describe_validation_error(error)}") from None
+    """TOML values overridden by the flags that were given (None means not given). A setting
+    the chosen method does not read is refused, naming the flag or the TOML key to remove."""
+    given = {k: v for k, v in flags.items() if v is not None}
+
+    def removal(setting: str) -> str:
+        if setting in given:
+            return f"remove {setting_flag(setting)}"
+        return f"remove {setting} from [train] in {origin}"
+
+    return train_config_from({**base, **given}, origin, removal)
 
 
 def probe_section(
@@ -269,306 +277,540 @@ def print_gates(console: Console, run: RunFolder, result: TrainResult) -> None:
             )
 
 
+# -- `grse train --help`: options grouped by the methods that read them --------------------------
+
+EVERY_METHOD = "Every method"
+
+
+def _panel(readers: Sequence[MethodClass]) -> str:
+    if len(readers) == len(BUILTIN_METHODS):
+        return EVERY_METHOD
+    return " and ".join(cls.title for cls in readers) + " only"
+
+
+def setting_panel(setting: str) -> str:
+    """The help panel of a `TrainConfig` setting's flag: the built-in methods that read it
+    (from their `ignored_settings`, so the help and the refusal agree)."""
+    return _panel([c for c in BUILTIN_METHODS.values() if setting not in c.ignored_settings])
+
+
+def section_panel(field: str) -> str:
+    """The help panel of a method-section flag: the built-in methods whose settings have it."""
+    return _panel([c for c in BUILTIN_METHODS.values() if field in c.settings_type.model_fields])
+
+
+FLAG_OF_SETTING = {
+    "first_agent_n": "--no-first-agent-n",
+    "probe": "--probe-credit/--probe-questions/--probe-budget",
+}
+"""The flags of the settings whose flag is not `--<setting>` (with - for _)."""
+
+
+def setting_flag(setting: str) -> str:
+    """The `grse train` flag that sets `setting`."""
+    return FLAG_OF_SETTING.get(setting, "--" + setting.replace("_", "-"))
+
+
+TaskOpt = Annotated[
+    str | None,
+    typer.Option(help="task name (demo, hotpotqa, locomo, jsonl)", rich_help_panel=EVERY_METHOD),
+]
+DataOpt = Annotated[
+    str | None, typer.Option(help="path to the task's data", rich_help_panel=EVERY_METHOD)
+]
+MethodOpt = Annotated[
+    str | None,
+    typer.Option(
+        help=f"credit method: {' | '.join(METHOD_NAMES)} (default grse)",
+        rich_help_panel=EVERY_METHOD,
+    ),
+]
+TopologyOpt = Annotated[
+    str | None,
+    typer.Option(
+        help=f"team topology: {' | '.join(TOPOLOGY_NAMES)} (default sequential)",
+        rich_help_panel=EVERY_METHOD,
+    ),
+]
+CategoryOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="train on one question category (e.g. LoCoMo's)", rich_help_panel=EVERY_METHOD
+    ),
+]
+IterationsOpt = Annotated[
+    int | None, typer.Option(help="T (default 5)", rich_help_panel=setting_panel("iterations"))
+]
+BatchSizeOpt = Annotated[
+    int | None,
+    typer.Option(help="questions per iteration (24)", rich_help_panel=setting_panel("batch_size")),
+]
+ValidationSizeOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="|V| (all; SkillMAS: only with checkpoint = validation)",
+        rich_help_panel=setting_panel("validation_size"),
+    ),
+]
+ValidationRepeatsOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="H per question (1; SkillMAS: only with checkpoint = validation)",
+        rich_help_panel=setting_panel("validation_repeats"),
+    ),
+]
+LibraryLimitOpt = Annotated[
+    int | None,
+    typer.Option(help="L skills per agent (4)", rich_help_panel=setting_panel("library_limit")),
+]
+ConcurrencyOpt = Annotated[
+    int | None,
+    typer.Option(help="parallel units (4)", rich_help_panel=setting_panel("concurrency")),
+]
+SeedOpt = Annotated[
+    int | None, typer.Option(help="base seed (0)", rich_help_panel=setting_panel("seed"))
+]
+SkillModeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--skill-mode",
+        help="inline (default) | tool | path: how agents see their skills (path: "
+        "read_file on /skills/NAME/SKILL.md, as a shipped pack)",
+        rich_help_panel=setting_panel("skill_mode"),
+    ),
+]
+InitLibraryOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--init-library",
+        help="AGENT=DIR: start this agent from a library (repeatable)",
+        rich_help_panel=setting_panel("init_libraries"),
+    ),
+]
+InitPackOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--init-pack",
+        help="start the pack's agents from their libraries in this pack",
+        rich_help_panel=setting_panel("init_libraries"),
+    ),
+]
+DeltaOpt = Annotated[
+    float | None,
+    typer.Option(help="gate tolerance (0.02)", rich_help_panel=setting_panel("delta")),
+]
+ReviewOpt = Annotated[
+    bool,
+    typer.Option(
+        "--review", help="review each skill edit", rich_help_panel=setting_panel("review")
+    ),
+]
+ProbeCreditOpt = Annotated[
+    bool,
+    typer.Option(
+        "--probe-credit",
+        help="measure each skill's effect by execution every iteration (greedy, "
+        "skills masked) and use it as credit beside the critic's (off: the paper's)",
+        rich_help_panel=setting_panel("probe"),
+    ),
+]
+ProbeQuestionsOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="with --probe-credit: training questions probed (8)",
+        rich_help_panel=setting_panel("probe"),
+    ),
+]
+ProbeBudgetOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="with --probe-credit: team runs per probe (120)",
+        rich_help_panel=setting_panel("probe"),
+    ),
+]
+GroupSizeOpt = Annotated[
+    int | None,
+    typer.Option(help="G rollouts per question (4)", rich_help_panel=section_panel("group_size")),
+]
+NoStructureOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-structure", help="w/o structure", rich_help_panel=section_panel("structured")
+    ),
+]
+DapoFilterOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dapo-filter", help="drop equal groups", rich_help_panel=section_panel("dapo_filter")
+    ),
+]
+WithLabelsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--with-labels",
+        help="critic sees categories",
+        rich_help_panel=section_panel("with_labels"),
+    ),
+]
+NoFirstAgentNOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-first-agent-n",
+        help="one first-agent call per rollout, not n=G",
+        rich_help_panel=setting_panel("first_agent_n"),
+    ),
+]
+OutOpt = Annotated[Path | None, typer.Option(help="run folder (default runs/<task>-<time>)")]
+ResumeOpt = Annotated[Path | None, typer.Option(help="continue the run in this folder")]
+ExportOpt = Annotated[
+    Path | None,
+    typer.Option("--export", help="after training, write the final libraries as a pack here"),
+]
+BookkeepingOpt = Annotated[
+    bool,
+    typer.Option(
+        "--bookkeeping/--no-bookkeeping",
+        help="keep the grse-* training metadata in the --export pack",
+    ),
+]
+ModelOpt = Annotated[str | None, typer.Option(help="embedded model: small|default|PATH")]
+CheckpointerOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="sqlite (RUN/checkpoints.sqlite, the default) or a "
+        "postgres://USER@HOST:PORT/DB DSN (the postgres extra); a resume uses the run's "
+        "own unless given"
+    ),
+]
+
+
+# -- grse train ----------------------------------------------------------------------------------
+
+
+def _resumed_run(
+    resume: Path, method: str | None, review: bool, init_pack: Path | None
+) -> tuple[RunFolder, TrainConfig]:
+    """The run folder to continue and its stored config (`--review` may be switched on)."""
+    if init_pack is not None:
+        raise ConfigError(
+            f"--init-pack {init_pack}: a resumed run keeps the libraries it started from"
+        )
+    run = RunFolder(resume)
+    stored = run.read_config()
+    if method is not None and method != stored.method.name:
+        raise ConfigError(f"--method {method}: {run.path} was trained with {stored.method.name}")
+    train_config = stored.model_copy(update={"review": review or stored.review})
+    # Only what this session's flags change is checked: the stored settings are the run's.
+    refuse_unread_settings(
+        train_config, lambda s: f"remove {setting_flag(s)}", among=("review",) if review else ()
+    )
+    return run, train_config
+
+
+def _new_run_config(
+    config: Path | None,
+    model: str | None,
+    flags: dict[str, Any],
+    probe: tuple[bool, int | None, int | None],
+) -> TrainConfig:
+    """The TOML's [train] table overridden by the flags given, over the task's protocol values.
+    `flags["method"]` is the `--method` value; `probe` is (--probe-credit, --probe-questions,
+    --probe-budget)."""
+    base = _read_train_toml(config) if config is not None else {}
+    flags = {
+        **flags,
+        "method": _method_flag(base, flags["method"]),
+        "probe": probe_section(base, *probe),
+    }
+    if "task" not in base and flags["task"] is None:
+        raise ConfigError("grse train: --task is required (or task in --config)")
+    # The task's protocol values (batch, L, top-k of the actor's family, validation
+    # decoding) fill what neither the TOML nor the flags give.
+    given = {k: v for k, v in flags.items() if v is not None}
+    top_k = _llm_config(config, model).training_top_k()
+    base = with_protocol_defaults({**base, **given}, training_top_k=top_k)
+    train_config = build_train_config(base, flags, str(config or "flags"))
+    method_class(train_config.method.name)
+    return train_config
+
+
+def _with_starting_libraries(
+    train_config: TrainConfig, init_library: list[str] | None, init_pack: Path | None
+) -> tuple[TrainConfig, Task | None]:
+    """The config with the folders the run starts from, and the task when they had to be
+    checked against its team (None otherwise: the session loads it)."""
+    # `--init-library` flags replace the TOML's table, as every flag does.
+    libraries = (
+        init_library_folders(init_library) if init_library else dict(train_config.init_libraries)
+    )
+    if not libraries and init_pack is None:
+        return train_config, None
+    task_loaded = load_training_task(train_config)
+    team = default_team(
+        task_loaded, skill_mode=train_config.skill_mode, topology=train_config.topology
+    )
+    folders = starting_folders(libraries, init_pack, team.agent_names)
+    return train_config.model_copy(update={"init_libraries": folders}), task_loaded
+
+
+def _print_outcome(
+    console: Console,
+    run: RunFolder,
+    result: TrainResult,
+    usage: dict[str, Any],
+    *,
+    export: Path | None,
+    bookkeeping: bool,
+    as_json: bool,
+    started: float,
+) -> None:
+    """Gates, usage, report path, the exported pack, and with --json the result document."""
+    print_gates(console, run, result)
+    print_usage(console, usage)
+    console.print(f"report: {run.report_path}")
+    pack = None
+    if export is not None:
+        pack = export_run_pack(run.path, None, export, bookkeeping=bookkeeping)
+        console.print(f"pack: {pack}")
+    console.print(f"run folder: {run.path}  ({time.perf_counter() - started:.0f} s)")
+    if as_json:
+        document = {
+            "result": result.model_dump(mode="json"),
+            "usage": usage,
+            "report": str(run.report_path),
+        }
+        print_json({**document, "pack": str(pack)} if pack is not None else document)
+
+
+def train(
+    task: TaskOpt = None,
+    data: DataOpt = None,
+    method: MethodOpt = None,
+    topology: TopologyOpt = None,
+    category: CategoryOpt = None,
+    iterations: IterationsOpt = None,
+    batch_size: BatchSizeOpt = None,
+    validation_size: ValidationSizeOpt = None,
+    validation_repeats: ValidationRepeatsOpt = None,
+    library_limit: LibraryLimitOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    seed: SeedOpt = None,
+    skill_mode: SkillModeOpt = None,
+    init_library: InitLibraryOpt = None,
+    init_pack: InitPackOpt = None,
+    delta: DeltaOpt = None,
+    review: ReviewOpt = False,
+    probe_credit: ProbeCreditOpt = False,
+    probe_questions: ProbeQuestionsOpt = None,
+    probe_budget: ProbeBudgetOpt = None,
+    group_size: GroupSizeOpt = None,
+    no_structure: NoStructureOpt = False,
+    dapo_filter: DapoFilterOpt = False,
+    with_labels: WithLabelsOpt = False,
+    no_first_agent_n: NoFirstAgentNOpt = False,
+    out: OutOpt = None,
+    resume: ResumeOpt = None,
+    export: ExportOpt = None,
+    bookkeeping: BookkeepingOpt = True,
+    config: ConfigOption = None,
+    model: ModelOpt = None,
+    checkpointer: CheckpointerOpt = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Train skill libraries with a credit method (GRSE by default); resumable (--resume RUN)
+    and reviewable (--review)."""
+    console = report_console(as_json)
+    if method is not None:
+        method_class(method)  # an unknown name fails here, naming the known ones
+    if not bookkeeping and export is None:
+        raise ConfigError("--no-bookkeeping: only with --export PACK")
+    if export is not None:
+        # Refused before training, not after it: an unwritable pack must not cost a run.
+        check_pack_destination(export)
+    task_loaded: Task | None = None
+    if resume is not None:
+        run, train_config = _resumed_run(resume, method, review, init_pack)
+    else:
+        flags = {
+            "task": task,
+            "data": data,
+            "category": category,
+            "topology": topology,
+            "method": method,
+            "iterations": iterations,
+            "group_size": group_size,
+            "batch_size": batch_size,
+            "validation_size": validation_size,
+            "validation_repeats": validation_repeats,
+            "library_limit": library_limit,
+            "delta": delta,
+            "concurrency": concurrency,
+            "seed": seed,
+            "review": review or None,
+            "structured": False if no_structure else None,
+            "dapo_filter": dapo_filter or None,
+            "with_labels": with_labels or None,
+            "first_agent_n": False if no_first_agent_n else None,
+            "skill_mode": skill_mode,
+            "probe": None,
+        }
+        probe = (probe_credit, probe_questions, probe_budget)
+        train_config = _new_run_config(config, model, flags, probe)
+        train_config, task_loaded = _with_starting_libraries(train_config, init_library, init_pack)
+        run = RunFolder(out or _default_run_dir(train_config.task))
+    started = time.perf_counter()
+    result, usage = _train(
+        train_config,
+        _llm_config(config, model),
+        run,
+        resume=resume is not None,
+        console=console,
+        checkpointer=CheckpointerSpec.parse(checkpointer) if checkpointer else None,
+        task=task_loaded,
+    )
+    _print_outcome(
+        console,
+        run,
+        result,
+        usage,
+        export=export,
+        bookkeeping=bookkeeping,
+        as_json=as_json,
+        started=started,
+    )
+
+
+# -- grse demo -----------------------------------------------------------------------------------
+
+
+def _demo_config(
+    planted: PlantedLibrary | None,
+    *,
+    probe: bool,
+    iterations: int,
+    batch_size: int,
+    test_limit: int | None,
+) -> tuple[TrainConfig, int]:
+    """The demo's config and its test limit: learning from empty libraries (first
+    DEMO_TEST_LIMIT test questions by default), or repairing the planted one (all)."""
+    if planted is None:
+        config = learning_config(iterations=iterations, batch_size=batch_size)
+        return config, DEMO_TEST_LIMIT if test_limit is None else test_limit
+    config = repair_config(planted, probe=probe, iterations=iterations, batch_size=batch_size)
+    return config, 0 if test_limit is None else test_limit
+
+
+def _print_demo_result(
+    console: Console,
+    run: RunFolder,
+    result: DemoResult,
+    usage: dict[str, Any],
+    *,
+    planted: bool,
+    probe: bool,
+    started: float,
+) -> None:
+    """Gates, the planted or learned skills, the comparison, scores, usage and timings."""
+    print_gates(console, run, result.training)
+    if planted:
+        print_planted(console, result.planted, probe=probe)
+    else:
+        print_learned(console, result.learned)
+    print_comparison(console, result.comparison)
+    print_scores(console, result, "planted" if planted else "empty")
+    print_usage(console, usage)
+    console.print(
+        f"training {result.training_s:.0f} s, test {result.test_s:.0f} s, "
+        f"total {time.perf_counter() - started:.0f} s"
+    )
+    console.print(f"run folder: {run.path}  (report: {run.report_path})")
+
+
+def demo(
+    model: Annotated[str, typer.Option(help="embedded model: small|default|PATH")] = "default",
+    out: Annotated[Path | None, typer.Option(help="run folder")] = None,
+    iterations: Annotated[int, typer.Option(help="training iterations")] = 1,
+    batch_size: Annotated[int, typer.Option(help="training questions")] = DEMO_SETTINGS[
+        "batch_size"
+    ],
+    test_limit: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="first N test questions (both kinds mixed; 0: all; default all 24, "
+            f"{DEMO_TEST_LIMIT} with --from-empty)",
+        ),
+    ] = None,
+    from_empty: Annotated[
+        bool,
+        typer.Option(
+            "--from-empty",
+            help="learn from empty libraries instead of repairing the planted one (needs a "
+            "capable [critic]/[optimizer] endpoint to learn anything, see the README)",
+        ),
+    ] = False,
+    probe: Annotated[
+        bool,
+        typer.Option(
+            "--probe/--no-probe",
+            help="repair with probe credit (each skill's effect measured by execution) "
+            "beside the critic's; --no-probe: the paper's GRSE alone",
+        ),
+    ] = True,
+    critic_model: Annotated[
+        str | None,
+        typer.Option(help="embedded model of the critic (default: the demo's choice)"),
+    ] = None,
+    optimizer_model: Annotated[
+        str | None,
+        typer.Option(help="embedded model of the optimizer (default: the demo's choice)"),
+    ] = None,
+) -> None:
+    """The main job: repair the demo task's planted library with GRSE (probe credit on) on
+    the embedded engine, then compare the planted and the repaired libraries on the demo
+    test split (greedy). --from-empty: learn from empty libraries instead."""
+    console = Console()
+    started = time.perf_counter()
+    planted = None if from_empty else demo_planted()
+    config, limit = _demo_config(
+        planted, probe=probe, iterations=iterations, batch_size=batch_size, test_limit=test_limit
+    )
+    run = RunFolder(out or _default_run_dir("demo"))
+    llm = load_config(
+        overrides=demo_llm_overrides(
+            model, critic_model=critic_model, optimizer_model=optimizer_model
+        )
+    )
+    console.print(demo_intro(config, planted is not None), highlight=False)
+    with open_endpoints(llm, engine_log=run.path / "engine.log") as endpoints:
+        for role in ("actor", "critic", "optimizer"):
+            console.print(f"{role}: {llm.embedded_model(role)} at {endpoints.roles.base_url(role)}")
+        tracker = ProgressTracker(config.iterations, tokens=lambda: _tokens(endpoints))
+        live = LiveProgress(tracker, console)
+        deps = session_deps(config, run, endpoints, on_progress=live)
+        result = asyncio.run(
+            run_demo(
+                config,
+                deps,
+                test_limit=limit or None,
+                console=console,
+                display=live,
+                planted=planted,
+            )
+        )
+        usage = endpoints.ledger.report().model_dump(mode="json")
+    run.write_usage(usage)
+    probed = config.probe is not None
+    _print_demo_result(
+        console, run, result, usage, planted=planted is not None, probe=probed, started=started
+    )
+
+
 def register(app: typer.Typer) -> None:
-    """Register `grse train` and `grse demo`."""
-
-    @app.command("train")
-    def train(
-        task: Annotated[
-            str | None, typer.Option(help="task name (demo, hotpotqa, locomo, jsonl)")
-        ] = None,
-        data: Annotated[str | None, typer.Option(help="path to the task's data")] = None,
-        method: Annotated[
-            str | None,
-            typer.Option(help=f"credit method: {' | '.join(METHOD_NAMES)} (default grse)"),
-        ] = None,
-        topology: Annotated[
-            str | None,
-            typer.Option(help=f"team topology: {' | '.join(TOPOLOGY_NAMES)} (default sequential)"),
-        ] = None,
-        category: Annotated[
-            str | None, typer.Option(help="train on one question category (e.g. LoCoMo's)")
-        ] = None,
-        iterations: Annotated[int | None, typer.Option(help="T (default 5)")] = None,
-        group_size: Annotated[int | None, typer.Option(help="G rollouts per question (4)")] = None,
-        batch_size: Annotated[int | None, typer.Option(help="questions per iteration (24)")] = None,
-        validation_size: Annotated[int | None, typer.Option(help="|V| (all)")] = None,
-        validation_repeats: Annotated[int | None, typer.Option(help="H per question (1)")] = None,
-        library_limit: Annotated[int | None, typer.Option(help="L skills per agent (4)")] = None,
-        delta: Annotated[float | None, typer.Option(help="gate tolerance (0.02)")] = None,
-        concurrency: Annotated[int | None, typer.Option(help="parallel units (4)")] = None,
-        seed: Annotated[int | None, typer.Option(help="base seed (0)")] = None,
-        out: Annotated[
-            Path | None, typer.Option(help="run folder (default runs/<task>-<time>)")
-        ] = None,
-        resume: Annotated[Path | None, typer.Option(help="continue the run in this folder")] = None,
-        review: Annotated[bool, typer.Option("--review", help="review each skill edit")] = False,
-        no_structure: Annotated[bool, typer.Option("--no-structure", help="w/o structure")] = False,
-        dapo_filter: Annotated[
-            bool, typer.Option("--dapo-filter", help="drop equal groups")
-        ] = False,
-        with_labels: Annotated[
-            bool, typer.Option("--with-labels", help="critic sees categories")
-        ] = False,
-        no_first_agent_n: Annotated[
-            bool,
-            typer.Option("--no-first-agent-n", help="one first-agent call per rollout, not n=G"),
-        ] = False,
-        probe_credit: Annotated[
-            bool,
-            typer.Option(
-                "--probe-credit",
-                help="measure each skill's effect by execution every iteration (greedy, "
-                "skills masked) and use it as credit beside the critic's (off: the paper's)",
-            ),
-        ] = False,
-        probe_questions: Annotated[
-            int | None, typer.Option(help="with --probe-credit: training questions probed (8)")
-        ] = None,
-        probe_budget: Annotated[
-            int | None, typer.Option(help="with --probe-credit: team runs per probe (120)")
-        ] = None,
-        init_library: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--init-library", help="AGENT=DIR: start this agent from a library (repeatable)"
-            ),
-        ] = None,
-        skill_mode: Annotated[
-            str | None,
-            typer.Option(
-                "--skill-mode",
-                help="inline (default) | tool | path: how agents see their skills (path: "
-                "read_file on /skills/NAME/SKILL.md, as a shipped pack)",
-            ),
-        ] = None,
-        init_pack: Annotated[
-            Path | None,
-            typer.Option(
-                "--init-pack", help="start the pack's agents from their libraries in this pack"
-            ),
-        ] = None,
-        export: Annotated[
-            Path | None,
-            typer.Option(
-                "--export", help="after training, write the final libraries as a pack here"
-            ),
-        ] = None,
-        bookkeeping: Annotated[
-            bool,
-            typer.Option(
-                "--bookkeeping/--no-bookkeeping",
-                help="keep the grse-* training metadata in the --export pack",
-            ),
-        ] = True,
-        config: ConfigOption = None,
-        model: Annotated[
-            str | None, typer.Option(help="embedded model: small|default|PATH")
-        ] = None,
-        checkpointer: Annotated[
-            str | None,
-            typer.Option(
-                help="sqlite (RUN/checkpoints.sqlite, the default) or a "
-                "postgres://USER@HOST:PORT/DB DSN (the postgres extra); a resume uses the run's "
-                "own unless given"
-            ),
-        ] = None,
-        as_json: JsonOption = False,
-    ) -> None:
-        """Train skill libraries with a credit method (GRSE by default); resumable (--resume RUN)
-        and reviewable (--review)."""
-        console = report_console(as_json)
-        if method is not None:
-            method_class(method)  # an unknown name fails here, naming the known ones
-        if not bookkeeping and export is None:
-            raise ConfigError("--no-bookkeeping: only with --export PACK")
-        if export is not None:
-            # Refused before training, not after it: an unwritable pack must not cost a run.
-            check_pack_destination(export)
-        task_loaded: Task | None = None
-        if resume is not None:
-            if init_pack is not None:
-                raise ConfigError(
-                    f"--init-pack {init_pack}: a resumed run keeps the libraries it started from"
-                )
-            run = RunFolder(resume)
-            stored = run.read_config()
-            if method is not None and method != stored.method.name:
-                raise ConfigError(
-                    f"--method {method}: {run.path} was trained with {stored.method.name}"
-                )
-            train_config = stored.model_copy(update={"review": review or stored.review})
-        else:
-            base = _read_train_toml(config) if config is not None else {}
-            flags = {
-                "task": task,
-                "data": data,
-                "category": category,
-                "topology": topology,
-                "method": _method_flag(base, method),
-                "iterations": iterations,
-                "group_size": group_size,
-                "batch_size": batch_size,
-                "validation_size": validation_size,
-                "validation_repeats": validation_repeats,
-                "library_limit": library_limit,
-                "delta": delta,
-                "concurrency": concurrency,
-                "seed": seed,
-                "review": review or None,
-                "structured": False if no_structure else None,
-                "dapo_filter": dapo_filter or None,
-                "with_labels": with_labels or None,
-                "first_agent_n": False if no_first_agent_n else None,
-                "skill_mode": skill_mode,
-                "probe": probe_section(base, probe_credit, probe_questions, probe_budget),
-            }
-            if "task" not in base and task is None:
-                raise ConfigError("grse train: --task is required (or task in --config)")
-            # The task's protocol values (batch, L, top-k of the actor's family, validation
-            # decoding) fill what neither the TOML nor the flags give.
-            given = {k: v for k, v in flags.items() if v is not None}
-            top_k = _llm_config(config, model).training_top_k()
-            base = with_protocol_defaults({**base, **given}, training_top_k=top_k)
-            train_config = build_train_config(base, flags, str(config or "flags"))
-            method_class(train_config.method.name)
-            # `--init-library` flags replace the TOML's table, as every flag does.
-            libraries = (
-                init_library_folders(init_library)
-                if init_library
-                else dict(train_config.init_libraries)
-            )
-            if libraries or init_pack is not None:
-                task_loaded = load_training_task(train_config)
-                team = default_team(
-                    task_loaded,
-                    skill_mode=train_config.skill_mode,
-                    topology=train_config.topology,
-                )
-                folders = starting_folders(libraries, init_pack, team.agent_names)
-                train_config = train_config.model_copy(update={"init_libraries": folders})
-            run = RunFolder(out or _default_run_dir(train_config.task))
-        started = time.perf_counter()
-        result, usage = _train(
-            train_config,
-            _llm_config(config, model),
-            run,
-            resume=resume is not None,
-            console=console,
-            checkpointer=CheckpointerSpec.parse(checkpointer) if checkpointer else None,
-            task=task_loaded,
-        )
-        print_gates(console, run, result)
-        print_usage(console, usage)
-        console.print(f"report: {run.report_path}")
-        pack = None
-        if export is not None:
-            pack = export_run_pack(run.path, None, export, bookkeeping=bookkeeping)
-            console.print(f"pack: {pack}")
-        console.print(f"run folder: {run.path}  ({time.perf_counter() - started:.0f} s)")
-        if as_json:
-            document = {
-                "result": result.model_dump(mode="json"),
-                "usage": usage,
-                "report": str(run.report_path),
-            }
-            print_json({**document, "pack": str(pack)} if pack is not None else document)
-
-    @app.command("demo")
-    def demo(
-        model: Annotated[str, typer.Option(help="embedded model: small|default|PATH")] = "default",
-        out: Annotated[Path | None, typer.Option(help="run folder")] = None,
-        iterations: Annotated[int, typer.Option(help="training iterations")] = 1,
-        batch_size: Annotated[int, typer.Option(help="training questions")] = DEMO_SETTINGS[
-            "batch_size"
-        ],
-        test_limit: Annotated[
-            int | None,
-            typer.Option(
-                min=0,
-                help="first N test questions (both kinds mixed; 0: all; default all 24, "
-                f"{DEMO_TEST_LIMIT} with --from-empty)",
-            ),
-        ] = None,
-        from_empty: Annotated[
-            bool,
-            typer.Option(
-                "--from-empty",
-                help="learn from empty libraries instead of repairing the planted one (needs a "
-                "capable [critic]/[optimizer] endpoint to learn anything, see the README)",
-            ),
-        ] = False,
-        probe: Annotated[
-            bool,
-            typer.Option(
-                "--probe/--no-probe",
-                help="repair with probe credit (each skill's effect measured by execution) "
-                "beside the critic's; --no-probe: the paper's GRSE alone",
-            ),
-        ] = True,
-        critic_model: Annotated[
-            str | None,
-            typer.Option(help="embedded model of the critic (default: the demo's choice)"),
-        ] = None,
-        optimizer_model: Annotated[
-            str | None,
-            typer.Option(help="embedded model of the optimizer (default: the demo's choice)"),
-        ] = None,
-    ) -> None:
-        """The main job: repair the demo task's planted library with GRSE (probe credit on) on
-        the embedded engine, then compare the planted and the repaired libraries on the demo
-        test split (greedy). --from-empty: learn from empty libraries instead."""
-        console = Console()
-        started = time.perf_counter()
-        planted = None if from_empty else demo_planted()
-        if planted is None:
-            config = learning_config(iterations=iterations, batch_size=batch_size)
-            limit = DEMO_TEST_LIMIT if test_limit is None else test_limit
-        else:
-            config = repair_config(
-                planted, probe=probe, iterations=iterations, batch_size=batch_size
-            )
-            limit = 0 if test_limit is None else test_limit
-        run = RunFolder(out or _default_run_dir("demo"))
-        llm = load_config(
-            overrides=demo_llm_overrides(
-                model, critic_model=critic_model, optimizer_model=optimizer_model
-            )
-        )
-        console.print(demo_intro(config, planted is not None), highlight=False)
-        with open_endpoints(llm, engine_log=run.path / "engine.log") as endpoints:
-            for role in ("actor", "critic", "optimizer"):
-                console.print(
-                    f"{role}: {llm.embedded_model(role)} at {endpoints.roles.base_url(role)}"
-                )
-            tracker = ProgressTracker(config.iterations, tokens=lambda: _tokens(endpoints))
-            live = LiveProgress(tracker, console)
-            deps = session_deps(config, run, endpoints, on_progress=live)
-            result = asyncio.run(
-                run_demo(
-                    config,
-                    deps,
-                    test_limit=limit or None,
-                    console=console,
-                    display=live,
-                    planted=planted,
-                )
-            )
-            usage = endpoints.ledger.report().model_dump(mode="json")
-        run.write_usage(usage)
-        print_gates(console, run, result.training)
-        if planted is not None:
-            print_planted(console, result.planted, probe=config.probe is not None)
-        else:
-            print_learned(console, result.learned)
-        print_comparison(console, result.comparison)
-        print_scores(console, result, "planted" if planted is not None else "empty")
-        print_usage(console, usage)
-        console.print(
-            f"training {result.training_s:.0f} s, test {result.test_s:.0f} s, "
-            f"total {time.perf_counter() - started:.0f} s"
-        )
-        console.print(f"run folder: {run.path}  (report: {run.report_path})")
+    """Register `grse train` (its --help grouped by the methods that read each option) and
+    `grse demo`."""
+    app.command("train", cls=PanelledCommand)(train)
+    app.command("demo")(demo)
 
 
 def demo_intro(config: TrainConfig, planted: bool) -> str:

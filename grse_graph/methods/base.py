@@ -20,6 +20,11 @@ A method is a class with `name`, `title` (how report.md names it), `settings_typ
 `CreditRecord` subclass, whose `method` field is the `Literal` of its name, so a record on disk
 names the method that wrote it), constructed from its settings. `BaseCreditMethod` supplies
 the defaults; register the class in `grse_graph.methods.registry`.
+
+A method also says which loop-level `TrainConfig` settings it does not read
+(`ignored_settings`, and `unread_settings(settings)` for those its own settings switch off), so a
+run that sets one is refused instead of silently running without it
+(`grse_graph.training.config.refuse_unread_settings`).
 """
 
 from __future__ import annotations
@@ -244,9 +249,17 @@ class BaseCreditMethod(Generic[S, R]):
     settings_type: ClassVar[type[MethodSettings]] = MethodSettings
     record_type: ClassVar[type[CreditRecord]] = CreditRecord
     state_type: ClassVar[type[BaseModel] | None] = None
+    ignored_settings: ClassVar[frozenset[str]] = frozenset()
+    """`TrainConfig` fields this method never reads (none: the shared loop reads them all)."""
 
     def __init__(self, settings: S) -> None:
         self.settings: S = settings
+
+    @classmethod
+    def unread_settings(cls, settings: MethodSettings) -> frozenset[str]:
+        """The `TrainConfig` fields a run of this method with `settings` does not read:
+        `ignored_settings`, plus those a method setting switches off (override to add them)."""
+        return cls.ignored_settings
 
     def rollouts_per_question(self) -> int:
         return 1

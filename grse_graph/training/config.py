@@ -3,21 +3,27 @@
 The loop-level settings (iterations, batch, validation and gate, library limit, schedule,
 decoding, concurrency) are shared by every method, so a comparison of methods differs only in
 the `method` section, which holds the method's own knobs (`grse_graph.methods.registry`).
+A method that does not read a loop-level setting says so (`BaseCreditMethod.unread_settings`);
+`train_config_from`, the one way the CLI, its TOML and a Studio context build a config, refuses
+such a setting when it is given a value other than its default.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from grse_graph.errors import ConfigError
 from grse_graph.llm.provider import SamplingSettings
 from grse_graph.methods.grse.method import GrseSettings
 from grse_graph.methods.operators import OperatorSchedule
-from grse_graph.methods.registry import MethodSection
+from grse_graph.methods.registry import BUILTIN_METHODS, MethodClass, MethodSection
 from grse_graph.probes import ProbeSettings
 from grse_graph.team.kinds import SkillMode
 from grse_graph.team.layout import PromptLayout
+from grse_graph.validation_text import describe_validation_error
 
 LEGACY_METHOD_FIELDS: tuple[str, ...] = (
     "group_size",
@@ -126,3 +132,59 @@ class TrainConfig(BaseModel):
     def operator_schedule(self) -> OperatorSchedule:
         """The configured schedule, or the paper's schedule for this task."""
         return self.schedule if self.schedule is not None else OperatorSchedule.for_task(self.task)
+
+
+Removal = Callable[[str], str]
+"""How to take a setting out of the config it came from (`'review'` -> `'remove --review'`)."""
+
+
+def _remove(setting: str) -> str:
+    return f"remove {setting}"
+
+
+def unread_settings(
+    config: TrainConfig, methods: Mapping[str, MethodClass] = BUILTIN_METHODS
+) -> list[str]:
+    """The settings `config` gives a value other than their default that its method does not
+    read, in field order (none for a method `methods` does not hold: it is refused later)."""
+    cls = methods.get(config.method.name)
+    if cls is None:
+        return []
+    unread = cls.unread_settings(config.method)
+    return [
+        name
+        for name, field in TrainConfig.model_fields.items()
+        if name in unread and getattr(config, name) != field.get_default(call_default_factory=True)
+    ]
+
+
+def refuse_unread_settings(
+    config: TrainConfig,
+    removal: Removal = _remove,
+    methods: Mapping[str, MethodClass] = BUILTIN_METHODS,
+    among: Collection[str] | None = None,
+) -> TrainConfig:
+    """`config`, or `ConfigError` in one line naming its method and each setting it gives that
+    the method does not read (`among` narrows the check to these settings)."""
+    refused = [s for s in unread_settings(config, methods) if among is None or s in among]
+    if not refused:
+        return config
+    plural = "s" if len(refused) > 1 else ""
+    named = ", ".join(f"'{s}' ({removal(s)})" for s in refused)
+    raise ConfigError(f"method {config.method.name} does not read setting{plural} {named}")
+
+
+def train_config_from(
+    values: Mapping[str, Any],
+    origin: str,
+    removal: Removal = _remove,
+    methods: Mapping[str, MethodClass] = BUILTIN_METHODS,
+) -> TrainConfig:
+    """The `TrainConfig` of user-given values (flags, a TOML table, a Studio context): an
+    invalid value is one line starting with `origin`, and a setting the chosen method does not
+    read is refused (`refuse_unread_settings`) rather than silently left unused."""
+    try:
+        config = TrainConfig.model_validate(dict(values))
+    except ValidationError as error:
+        raise ConfigError(f"{origin}: {describe_validation_error(error)}") from None
+    return refuse_unread_settings(config, removal, methods)

@@ -83,6 +83,14 @@ class GrseMethod(BaseCreditMethod[GrseSettings, CritiqueRecord]):
     settings_type: ClassVar[type[MethodSettings]] = GrseSettings
     record_type: ClassVar[type[CreditRecord]] = CritiqueRecord
 
+    @classmethod
+    def unread_settings(cls, settings: MethodSettings) -> frozenset[str]:
+        # The first agent's n=G call presamples a group; a group of one has nothing to share
+        # (training.nodes.rollouts: presample needs group_size > 1).
+        if isinstance(settings, GrseSettings) and settings.group_size == 1:
+            return cls.ignored_settings | {"first_agent_n"}
+        return cls.ignored_settings
+
     def rollouts_per_question(self) -> int:
         return self.settings.group_size
 

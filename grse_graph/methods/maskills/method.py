@@ -53,6 +53,9 @@ class MaskillsMethod(BaseCreditMethod[MaskillsSettings, MaskillsRecord]):
     title: ClassVar[str] = "MASkills"
     settings_type: ClassVar[type[MethodSettings]] = MaskillsSettings
     record_type: ClassVar[type[CreditRecord]] = MaskillsRecord
+    # One rollout per question: the first agent's n=G presampling (training.nodes.rollouts,
+    # only for group_size > 1) never runs.
+    ignored_settings: ClassVar[frozenset[str]] = frozenset({"first_agent_n"})
 
     def rollouts_per_question(self) -> int:
         return 1

@@ -70,6 +70,19 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
     settings_type: ClassVar[type[MethodSettings]] = SkillmasSettings
     record_type: ClassVar[type[CreditRecord]] = SkillmasRecord
     state_type: ClassVar[type[BaseModel] | None] = SkillmasState
+    # The round loop (loop.py) has no gate (delta), no shared operators (schedule), no review
+    # node, no n=G presampling (one rollout per question) and no probe stage.
+    ignored_settings: ClassVar[frozenset[str]] = frozenset(
+        {"delta", "schedule", "review", "first_agent_n", "probe"}
+    )
+
+    @classmethod
+    def unread_settings(cls, settings: MethodSettings) -> frozenset[str]:
+        # Only checkpoint=validation runs the validation split (loop.py: send_rollouts).
+        # validation_sampling is not listed: the task protocol fills it in for every run.
+        if isinstance(settings, SkillmasSettings) and settings.checkpoint == "train":
+            return cls.ignored_settings | {"validation_size", "validation_repeats"}
+        return cls.ignored_settings
 
     def rollouts_per_question(self) -> int:
         return 1

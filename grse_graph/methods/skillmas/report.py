@@ -10,6 +10,7 @@ from .state import SkillmasState
 
 if TYPE_CHECKING:
     from .method import SkillmasRecord
+    from .restructure import Decision
 
 
 def _cell(text: str) -> str:
@@ -37,15 +38,31 @@ def report_lines(
     records: Sequence[SkillmasRecord], states: Sequence[SkillmasState], checkpoint: str = "train"
 ) -> list[str]:
     """The "## SkillMAS rounds" section; the best round by `checkpoint`."""
-    out = ["## SkillMAS rounds", ""]
+    rounds = [s for s in states if s.round is not None]
+    return [
+        "## SkillMAS rounds",
+        "",
+        *_trace_lines(records),
+        *_round_table(rounds),
+        *_best_round_lines(rounds, checkpoint),
+        *_skill_utility_lines(rounds),
+        *_executor_utility_lines(rounds),
+        *_action_lines(rounds),
+        *_pool_lines(rounds),
+        *_restructuring_lines(rounds),
+    ]
+
+
+def _trace_lines(records: Sequence[SkillmasRecord]) -> list[str]:
+    """The traces' signal counts and, where verifiers gave them, executor-local outcomes."""
     judged = sum(r.judge_calls for r in records)
     signals = [s for r in records for s in r.signals]
     with_skills = sum(bool(s.selected) for s in signals)
-    out.append(
+    out = [
         f"{len(records)} traces; steps with selected skills {with_skills}, "
         f"explicit signal {sum(s.explicit for s in signals)}, judge calls {judged}, "
         f"judge failures {sum(s.judge_error is not None for s in signals)}."
-    )
+    ]
     local: dict[str, list[bool]] = {}
     for record in records:
         for agent, ok in (record.trace.local if record.trace else {}).items():
@@ -56,13 +73,17 @@ def report_lines(
             + ", ".join(f"{a} {sum(v)}/{len(v)}" for a, v in sorted(local.items()))
             + "."
         )
-    out += [
+    return out
+
+
+def _round_table(rounds: Sequence[SkillmasState]) -> list[str]:
+    """One row per round: outcome, validation, evidence, actions and drop."""
+    out = [
         "",
         "| round | episodes | train success | by task type | validation | retained | diagnosed "
         "| local | actions | drop |",
         "| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |",
     ]
-    rounds = [s for s in states if s.round is not None]
     for state in rounds:
         r = state.round
         assert r is not None
@@ -79,49 +100,69 @@ def report_lines(
             f"{', '.join(f'{k} {v}' for k, v in sorted(kinds.items())) or '-'} | "
             f"{'-' if r.drop is None else f'{r.drop:.3f}'} |"
         )
+    return out
+
+
+def _best_round_lines(rounds: Sequence[SkillmasState], checkpoint: str) -> list[str]:
+    """Which round scored best by `checkpoint`, and where its state is (none: no lines)."""
     best = best_round(rounds, checkpoint)
-    if best is not None and best.round is not None:
-        where = "the train subset" if checkpoint == "train" else "the validation split"
-        out += [
-            "",
-            f"Best round on {where}: {best.round.iteration} "
-            f"(score {round_score(best, checkpoint):.3f}); the state it executed is "
-            f"libraries/iter_{best.round.iteration - 1} with the team and pool of "
-            f"method_state.jsonl iteration {best.round.iteration - 1}.",
-        ]
-    out += ["", "### Skill Utility over rounds (global q / n)", ""]
+    if best is None or best.round is None:
+        return []
+    where = "the train subset" if checkpoint == "train" else "the validation split"
+    return [
+        "",
+        f"Best round on {where}: {best.round.iteration} "
+        f"(score {round_score(best, checkpoint):.3f}); the state it executed is "
+        f"libraries/iter_{best.round.iteration - 1} with the team and pool of "
+        f"method_state.jsonl iteration {best.round.iteration - 1}.",
+    ]
+
+
+def _skill_utility_lines(rounds: Sequence[SkillmasState]) -> list[str]:
+    """Every skill's global Q^s (q / n) after each round."""
+    out = ["", "### Skill Utility over rounds (global q / n)", ""]
     ids = sorted({i for s in rounds for i in s.skills.skills})
-    if ids:
-        out += [
-            "| skill | " + " | ".join(f"r{s.iteration}" for s in rounds) + " |",
-            "| --- |" + " ---: |" * len(rounds),
-        ]
-        for i in ids:
-            cells = []
-            for s in rounds:
-                rec = s.skills.skills.get(i)
-                cells.append(f"{rec.overall.q:.3f} / {rec.overall.n}" if rec else "-")
-            out.append(f"| {_cell(i)} | " + " | ".join(cells) + " |")
-    else:
-        out.append("No skill was used yet.")
-    out += ["", "### Executor Utility over rounds (global q; per task type)", ""]
-    agents = sorted({a for s in rounds for a in s.executors.agents})
-    if agents:
-        out += [
-            "| agent | " + " | ".join(f"r{s.iteration}" for s in rounds) + " |",
-            "| --- |" + " --- |" * len(rounds),
-        ]
-        for agent in agents:
-            cells = []
-            for s in rounds:
-                arec = s.executors.agents.get(agent)
-                if arec is None:
-                    cells.append("-")
-                    continue
-                tasks = ", ".join(f"{t} {e.q:.2f}/{e.n}" for t, e in sorted(arec.tasks.items()))
-                cells.append(f"{arec.overall.q:.3f} ({tasks})")
-            out.append(f"| {agent} | " + " | ".join(cells) + " |")
+    if not ids:
+        return [*out, "No skill was used yet."]
     out += [
+        "| skill | " + " | ".join(f"r{s.iteration}" for s in rounds) + " |",
+        "| --- |" + " ---: |" * len(rounds),
+    ]
+    for i in ids:
+        cells = []
+        for s in rounds:
+            rec = s.skills.skills.get(i)
+            cells.append(f"{rec.overall.q:.3f} / {rec.overall.n}" if rec else "-")
+        out.append(f"| {_cell(i)} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _executor_utility_lines(rounds: Sequence[SkillmasState]) -> list[str]:
+    """Every agent's global Q^a and its per-task-type values after each round."""
+    out = ["", "### Executor Utility over rounds (global q; per task type)", ""]
+    agents = sorted({a for s in rounds for a in s.executors.agents})
+    if not agents:
+        return out
+    out += [
+        "| agent | " + " | ".join(f"r{s.iteration}" for s in rounds) + " |",
+        "| --- |" + " --- |" * len(rounds),
+    ]
+    for agent in agents:
+        cells = []
+        for s in rounds:
+            arec = s.executors.agents.get(agent)
+            if arec is None:
+                cells.append("-")
+                continue
+            tasks = ", ".join(f"{t} {e.q:.2f}/{e.n}" for t, e in sorted(arec.tasks.items()))
+            cells.append(f"{arec.overall.q:.3f} ({tasks})")
+        out.append(f"| {agent} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _action_lines(rounds: Sequence[SkillmasState]) -> list[str]:
+    """Every skill action of every round."""
+    out = [
         "",
         "### Skill actions",
         "",
@@ -136,7 +177,12 @@ def report_lines(
                 f"{action.skill or '-'} | {action.task_type or '-'} | "
                 f"{_cell(action.detail)[:160]} |"
             )
-    out += [
+    return out
+
+
+def _pool_lines(rounds: Sequence[SkillmasState]) -> list[str]:
+    """Every validation-pool decision of every round."""
+    out = [
         "",
         "### Validation pool",
         "",
@@ -150,7 +196,12 @@ def report_lines(
                 f"| {s.round.iteration} | {pd.agent} | {pd.skill} | {pd.uses} | "
                 f"{pd.successes} | {pd.decision}: {_cell(pd.reason)} |"
             )
-    out += [
+    return out
+
+
+def _restructuring_lines(rounds: Sequence[SkillmasState]) -> list[str]:
+    """Each round's restructuring decision, after the edit it reverted (drop_policy=demote)."""
+    out = [
         "",
         "### Restructuring",
         "",
@@ -159,33 +210,40 @@ def report_lines(
     ]
     for s in rounds:
         assert s.round is not None
-        decision = s.round.restructuring
-        if decision is None:
+        if s.round.restructuring is None:
             continue
-        ev = decision.evidence
-        evidence = (
-            f"{ev.failures} failures, {ev.successes} successes, overlap {ev.overlap:.2f}, "
-            f"handoff {ev.handoff_failures}, reasons {', '.join(ev.reasons)}"
-            if ev
-            else "-"
-        )
-        d = decision
         if s.round.reverted is not None:
-            u = s.round.reverted
-            out.append(
-                f"| {s.round.iteration} | reverted (drop): {u.action} of {u.agent or '-'} | "
-                f"{u.task_type or '-'} | {u.agent or '-'} | - | {' > '.join(u.team_after)} | "
-                f"{' > '.join(u.team_before)} | drop {s.round.drop or 0:.3f} |"
-            )
-        after = list(d.team_after)
-        if d.slot and d.agent in after:
-            after = [f"{n} | {d.agent}" if n == d.slot else n for n in after if n != d.agent]
-        out.append(
-            f"| {s.round.iteration} | {d.action}: {_cell(d.reason)} | {d.task_type or '-'} | "
-            f"{d.agent or '-'}{f' (removed {d.removed})' if d.removed else ''}"
-            f"{f' (routed for {d.slot})' if d.slot else ''} | "
-            f"{_cell(d.guard or '-')} | {_cell(' > '.join(d.team_before))} | "
-            f"{_cell(' > '.join(after))} | "
-            f"{_cell(evidence)} |"
-        )
+            out.append(_reverted_row(s.round.iteration, s.round.reverted, s.round.drop))
+        out.append(_decision_row(s.round.iteration, s.round.restructuring))
     return out
+
+
+def _reverted_row(iteration: int, u: Decision, drop: float | None) -> str:
+    """The row of an edit a drop undid: its teams swapped (after -> before)."""
+    return (
+        f"| {iteration} | reverted (drop): {u.action} of {u.agent or '-'} | "
+        f"{u.task_type or '-'} | {u.agent or '-'} | - | {' > '.join(u.team_after)} | "
+        f"{' > '.join(u.team_before)} | drop {drop or 0:.3f} |"
+    )
+
+
+def _decision_row(iteration: int, d: Decision) -> str:
+    """The row of one restructuring decision; a routed specialist shares its slot's place."""
+    ev = d.evidence
+    evidence = (
+        f"{ev.failures} failures, {ev.successes} successes, overlap {ev.overlap:.2f}, "
+        f"handoff {ev.handoff_failures}, reasons {', '.join(ev.reasons)}"
+        if ev
+        else "-"
+    )
+    after = list(d.team_after)
+    if d.slot and d.agent in after:
+        after = [f"{n} | {d.agent}" if n == d.slot else n for n in after if n != d.agent]
+    return (
+        f"| {iteration} | {d.action}: {_cell(d.reason)} | {d.task_type or '-'} | "
+        f"{d.agent or '-'}{f' (removed {d.removed})' if d.removed else ''}"
+        f"{f' (routed for {d.slot})' if d.slot else ''} | "
+        f"{_cell(d.guard or '-')} | {_cell(' > '.join(d.team_before))} | "
+        f"{_cell(' > '.join(after))} | "
+        f"{_cell(evidence)} |"
+    )

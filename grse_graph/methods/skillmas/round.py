@@ -13,7 +13,7 @@ from grse_graph.skills import SkillLibrary
 from grse_graph.team.rollout import Rollout
 
 from .analyst_loop import ToolLoopAnalyst
-from .diagnosis import cluster_failures, diagnose
+from .diagnosis import Diagnosis, cluster_failures, diagnose
 from .evolution import (
     EvolutionWork,
     RoundEvidence,
@@ -26,11 +26,11 @@ from .evolution import (
 )
 from .penalty import demote, round_undo
 from .restructure import Decision, build_artifacts, decide
-from .retention import retain
+from .retention import RetainedItem, retain
 from .routing import routing_slot
 from .settings import SkillmasSettings
 from .skills import LINEAGE_KEY, lineage_id
-from .state import RetainedLine, RoundRecord, SkillmasState
+from .state import RetainedLine, RoundRecord, RoundUndo, SkillmasState
 from .tables import ExecutorUtilityTable, SkillUtilityTable
 from .team import (
     TeamMember,
@@ -233,28 +233,17 @@ async def update_round(
         state.skills, state.executors, traces, libraries, settings.executor_credit
     )
     retention = retain(traces, state.failure_counts)
-    clusters = cluster_failures(retention.items, traces)
     members = list(state.members)
-    analyst = None
-    if settings.analyst == "loop":
-        analyst = ToolLoopAnalyst(
-            rollouts=rollouts,
-            gold=gold,
-            libraries=libraries,
-            provider=provider,
-            successes=[t for t in traces if t.success],
-            agent_boundaries=agent_boundaries(members, seed_roles or {}),
-            max_tokens=settings.analyst_max_tokens,
-            max_turns=settings.analyst_turns,
-        )
-    diagnoses = await diagnose(
-        clusters,
+    diagnoses = await _diagnoses(
+        traces,
+        retention.items,
+        members=members,
         rollouts=rollouts,
         gold=gold,
         libraries=libraries,
         provider=provider,
-        max_tokens=settings.analyst_max_tokens,
-        analyst=analyst,
+        settings=settings,
+        seed_roles=seed_roles,
     )
     work = EvolutionWork(
         libraries=dict(libraries),
@@ -277,6 +266,97 @@ async def update_round(
         final_agent=members[-1].name,
         **({"domain": domain} if domain else {}),
     )
+    await _evolve_skills(work, evidence, traces, provider, settings)
+    edit = _restructure(
+        work,
+        members,
+        executors_q,
+        diagnoses,
+        retention.items,
+        state=state,
+        settings=settings,
+        library_limit=library_limit,
+        iteration=iteration,
+    )
+    record = RoundRecord(
+        iteration=iteration,
+        episodes=len(traces),
+        success_rate=rate,
+        success_by_type=success_by_type(traces),
+        judge_calls=judge_calls,
+        retained=[_retained_line(i) for i in retention.items],
+        diagnoses=diagnoses,
+        actions=work.actions,
+        pool=work.pool,
+        drop=drop,
+        reverted=reverted,
+        restructuring=edit.decision,
+    )
+    new_state = state.model_copy(
+        update={
+            "iteration": iteration,
+            "skills": work.table,
+            "executors": edit.executors,
+            "failure_counts": retention.failure_counts,
+            "status": work.status,
+            "members": edit.members,
+            "parents": work.parents,
+            "previous_success_rate": rate,
+            "failure_mass": _failure_mass(retention.items),
+            "repaired_types": sorted(set(work.repaired_types)),
+            "pool_tallies": work.tallies,
+            "undo": edit.undo,
+            "round": record,
+        }
+    )
+    return RoundOutcome(state=new_state, libraries=edit.libraries)
+
+
+async def _diagnoses(
+    traces: Sequence[VerifiedTrace],
+    retained: Sequence[RetainedItem],
+    *,
+    members: Sequence[TeamMember],
+    rollouts: Mapping[str, Rollout],
+    gold: Mapping[str, str],
+    libraries: Mapping[str, SkillLibrary],
+    provider: ChatModelProvider,
+    settings: SkillmasSettings,
+    seed_roles: Mapping[str, str] | None,
+) -> list[Diagnosis]:
+    """The round's failure clusters diagnosed (by one critic call each, or the loop analyst)."""
+    clusters = cluster_failures(retained, traces)
+    analyst = None
+    if settings.analyst == "loop":
+        analyst = ToolLoopAnalyst(
+            rollouts=rollouts,
+            gold=gold,
+            libraries=libraries,
+            provider=provider,
+            successes=[t for t in traces if t.success],
+            agent_boundaries=agent_boundaries(members, seed_roles or {}),
+            max_tokens=settings.analyst_max_tokens,
+            max_turns=settings.analyst_turns,
+        )
+    return await diagnose(
+        clusters,
+        rollouts=rollouts,
+        gold=gold,
+        libraries=libraries,
+        provider=provider,
+        max_tokens=settings.analyst_max_tokens,
+        analyst=analyst,
+    )
+
+
+async def _evolve_skills(
+    work: EvolutionWork,
+    evidence: RoundEvidence,
+    traces: Sequence[VerifiedTrace],
+    provider: ChatModelProvider,
+    settings: SkillmasSettings,
+) -> None:
+    """Skill evolution in its fixed order (learn, create, refine, prune), then the pool."""
     await learn(work, evidence, provider)
     await create(work, evidence, provider, settings.create_requires_diagnosis)
     await refine(work, evidence, provider)
@@ -289,13 +369,39 @@ async def update_round(
         counting=settings.pool_counting,
         disable_after=settings.pool_disable_after,
     )
+
+
+@dataclass(frozen=True)
+class _Restructured:
+    """The team after the round's restructuring decision, and how to undo it."""
+
+    decision: Decision
+    members: list[TeamMember]
+    libraries: dict[str, SkillLibrary]
+    executors: ExecutorUtilityTable
+    undo: RoundUndo | None
+
+
+def _restructure(
+    work: EvolutionWork,
+    members: list[TeamMember],
+    executors: ExecutorUtilityTable,
+    diagnoses: Sequence[Diagnosis],
+    retained: Sequence[RetainedItem],
+    *,
+    state: SkillmasState,
+    settings: SkillmasSettings,
+    library_limit: int,
+    iteration: int,
+) -> _Restructured:
+    """Decide and apply the round's team edit from its artifacts (spec §6)."""
     pending = list(dict.fromkeys([*work.new_skills, *work.promoted]))
     owned = {
         agent: [lineage_id(s, agent) for s in lib.skills] for agent, lib in work.libraries.items()
     }
     handoff = {r for d in diagnoses if d.tag == "handoff-to-structure" for r in d.rollout_ids}
     artifacts = build_artifacts(
-        retention.items, pending, owned, executors_q, handoff, [m.name for m in members]
+        retained, pending, owned, executors, handoff, [m.name for m in members]
     )
     decision = decide(
         artifacts,
@@ -308,11 +414,11 @@ async def update_round(
     members_before = list(members)
     removed = work.libraries.get(decision.removed) if decision.removed else None
     removed_status = dict(work.status.get(decision.removed or "", {}))
-    decision, members, next_libraries, executors_q = apply_decision(
+    decision, members, next_libraries, executors = apply_decision(
         decision,
         members,
         work.libraries,
-        executors_q,
+        executors,
         library_limit,
         work.status,  # type: ignore[arg-type]
         settings.specialist_mode,
@@ -320,48 +426,23 @@ async def update_round(
     undo = None
     if settings.drop_policy == "demote":
         undo = round_undo(iteration, work, members_before, decision, removed, removed_status)
-    record = RoundRecord(
-        iteration=iteration,
-        episodes=len(traces),
-        success_rate=rate,
-        success_by_type=success_by_type(traces),
-        judge_calls=judge_calls,
-        retained=[
-            RetainedLine(
-                rollout_id=i.trace.rollout_id,
-                task_type=i.trace.task_type,
-                success=i.trace.success,
-                reasons=list(i.reasons),
-                priority=i.priority,
-            )
-            for i in retention.items
-        ],
-        diagnoses=diagnoses,
-        actions=work.actions,
-        pool=work.pool,
-        drop=drop,
-        reverted=reverted,
-        restructuring=decision,
+    return _Restructured(decision, members, next_libraries, executors, undo)
+
+
+def _retained_line(item: RetainedItem) -> RetainedLine:
+    return RetainedLine(
+        rollout_id=item.trace.rollout_id,
+        task_type=item.trace.task_type,
+        success=item.trace.success,
+        reasons=list(item.reasons),
+        priority=item.priority,
     )
+
+
+def _failure_mass(retained: Sequence[RetainedItem]) -> dict[str, int]:
+    """Retained failures per task type (the next round's `previous_mass`)."""
     mass: dict[str, int] = {}
-    for item in retention.items:
+    for item in retained:
         if not item.trace.success:
             mass[item.trace.task_type] = mass.get(item.trace.task_type, 0) + 1
-    new_state = state.model_copy(
-        update={
-            "iteration": iteration,
-            "skills": work.table,
-            "executors": executors_q,
-            "failure_counts": retention.failure_counts,
-            "status": work.status,
-            "members": members,
-            "parents": work.parents,
-            "previous_success_rate": rate,
-            "failure_mass": mass,
-            "repaired_types": sorted(set(work.repaired_types)),
-            "pool_tallies": work.tallies,
-            "undo": undo,
-            "round": record,
-        }
-    )
-    return RoundOutcome(state=new_state, libraries=next_libraries)
+    return mass

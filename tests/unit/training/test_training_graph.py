@@ -178,9 +178,12 @@ def test_resume_with_parallel_rollouts_never_duplicates_a_unit(tmp_path: Path) -
     assert len(run.rollouts.read()) == 2 * 2 * 4
     critiques = run.credits(CritiqueRecord).read()
     assert len(critiques) == 4
-    # Every critic call made, before or after the crash, belongs to exactly one recorded group.
+    # Every critic call made belongs to a recorded group, except calls that were still in flight
+    # beside the failing one when the crash cancelled them (their group runs again on resume):
+    # at most concurrency - 1 of them, and how many depends on thread timing.
     recorded_calls = sum(c.result.critic_calls for c in critiques if c.result)
-    assert crash_log.count("critic") + resume_log.count("critic") == recorded_calls
+    lost = crash_log.count("critic") + resume_log.count("critic") - recorded_calls
+    assert 0 <= lost < config.concurrency
     assert len(run.gate.read()) == 2
 
 
