@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakeserver import FakeOpenAIServer
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCK = re.compile(r"<!-- readme-test: (\w+) -->\s*```python\n(.*?)```", re.DOTALL)
 
@@ -55,6 +57,25 @@ def test_readme_unit_example_runs(code: str) -> None:
 def test_readme_engine_example_runs(code: str, small_engine_url: str) -> None:
     out = run_example(code, {"GRSE_ACTOR_BASE_URL": small_engine_url})
     assert '"prompt_tokens"' in out
+
+
+@pytest.mark.parametrize("code", readme_examples("api"))
+def test_readme_python_api_example_runs_against_the_fake_server(code: str) -> None:
+    # No engine: every role points at the fake OpenAI-compatible server, as a reader's
+    # GRSE_<ROLE>_BASE_URL would point at theirs.
+    with FakeOpenAIServer() as server:
+        out = run_example(code, server.env())
+    if "SilentMethod" in code:
+        assert "'critic': 0, 'optimizer': 0" in out
+    else:
+        assert "iteration 1: validation" in out and "test reward" in out and "pack " in out
+
+
+def test_readme_python_api_section_has_both_examples() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert "## Python API" in text
+    examples = readme_examples("api")
+    assert len(examples) == 2 and any("SilentMethod" in code for code in examples)
 
 
 # -- the integration sections (Studio, LangSmith, PostgreSQL) ---------------------------------

@@ -23,13 +23,14 @@ from .records import (
 from .report import write_report
 from .review import ReviewAnswer, ReviewRequest
 from .run_folder import RunFolder
-from .runner import TrainResult, run_training
+from .runner import IterationScores, TrainResult, run_training
 from .state import TrainingState
 
 __all__ = [
     "AggregateRecord",
     "CandidateRecord",
     "GateRecord",
+    "IterationScores",
     "MethodStateRecord",
     "OperatorLine",
     "ProgressEvent",

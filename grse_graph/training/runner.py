@@ -7,10 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 from langgraph.types import Command
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from grse_graph.checkpointing import CheckpointerSpec, open_run_checkpointer
 from grse_graph.errors import GrseError
+from grse_graph.skills import SkillLibrary
 from grse_graph.tracing import root_run_config
 
 from .graph import TrainingDeps, compile_training_graph, training_run_config
@@ -21,13 +22,47 @@ from .review import ReviewAnswer, ReviewRequest
 Reviewer = Callable[[ReviewRequest], ReviewAnswer]
 
 
+class IterationScores(BaseModel):
+    """One iteration's validation scores (mean reward over V x H), read from its gate: `base`
+    is b_t, the score of the libraries the iteration started from; `candidates` the score s_i
+    of each agent's candidate library; `accepted` the agents whose candidate the gate kept."""
+
+    iteration: int
+    base: float
+    candidates: dict[str, float]
+    accepted: list[str]
+
+    @classmethod
+    def of(cls, gate: GateRecord) -> IterationScores:
+        """The scores recorded by one gate."""
+        return cls(
+            iteration=gate.iteration,
+            base=gate.base_score,
+            candidates={d.agent: d.candidate_score for d in gate.decisions},
+            accepted=[d.agent for d in gate.decisions if d.accepted],
+        )
+
+
 class TrainResult(BaseModel):
-    """Where the run is and what it decided."""
+    """Where the run is, what it decided and what it ended with.
+
+    `final_libraries` are the final libraries' folders relative to `run_dir`; `libraries` the
+    same libraries loaded, by agent (left out of dumps: the folders hold them). `usage` is the
+    run's per-role accounting as in RUN/usage.json (empty when the caller counts none).
+    """
 
     run_dir: str
     iterations_done: int
     gates: list[GateRecord]
     final_libraries: dict[str, str]
+    libraries: dict[str, SkillLibrary] = Field(default_factory=dict, exclude=True)
+    usage: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def scores(self) -> list[IterationScores]:
+        """Each iteration's validation scores, first to last (the first `base` is the starting
+        libraries' score)."""
+        return [IterationScores.of(gate) for gate in self.gates]
 
 
 def _pending_interrupts(snapshot: Any) -> list[Any]:
@@ -79,9 +114,15 @@ async def run_training(
     if snapshot.next:
         raise GrseError(f"{run.path}: the run stopped before its end (next: {snapshot.next})")
     gates = run.gate.read()
+    final = dict(values.get("libraries", {}))
     return TrainResult(
         run_dir=str(run.path),
         iterations_done=len(gates),
         gates=gates,
-        final_libraries=dict(values.get("libraries", {})),
+        final_libraries=final,
+        libraries={
+            agent: run.load_library(path, agent, deps.config.library_limit)
+            for agent, path in final.items()
+        },
+        usage=deps.usage() if deps.usage is not None else {},
     )
