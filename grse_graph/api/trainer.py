@@ -6,8 +6,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from grse_graph.evaluation.langsmith_eval import run_sync
@@ -18,7 +16,7 @@ from grse_graph.skills import SkillLibrary
 from grse_graph.team import TeamSpec
 from grse_graph.training.context import TrainingDeps
 from grse_graph.training.progress import ProgressCallback
-from grse_graph.training.run_folder import RunFolder
+from grse_graph.training.run_folder import RunFolder, default_run_dir
 from grse_graph.training.runner import Reviewer, TrainResult, run_training
 from grse_graph.training.session import (
     load_training_task,
@@ -37,11 +35,6 @@ from .inputs import (
     resolve_llm,
     team_with,
 )
-
-
-def default_run_dir(task: str) -> Path:
-    """runs/<task>-<time>, where `grse train` puts a run without `--out`."""
-    return Path("runs") / f"{task}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
 def _ledger_usage(

@@ -8,7 +8,6 @@ import contextlib
 import time
 import tomllib
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -50,7 +49,7 @@ from grse_graph.training.demo import (
 )
 from grse_graph.training.report import library_skills
 from grse_graph.training.review import ReviewAnswer, ReviewRequest
-from grse_graph.training.run_folder import RunFolder
+from grse_graph.training.run_folder import RunFolder, default_run_dir
 from grse_graph.training.runner import TrainResult, run_training
 from grse_graph.training.session import (
     Endpoints,
@@ -166,10 +165,6 @@ def _llm_config(config: Path | None, model: str | None) -> LLMConfig:
 def _tokens(endpoints: Endpoints) -> int:
     total = endpoints.ledger.report().total
     return total.prompt_tokens + total.completion_tokens
-
-
-def _default_run_dir(task: str) -> Path:
-    return Path("runs") / f"{task}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
 def _train(
@@ -657,7 +652,7 @@ def train(
         probe = (probe_credit, probe_questions, probe_budget)
         train_config = _new_run_config(config, model, flags, probe)
         train_config, task_loaded = _with_starting_libraries(train_config, init_library, init_pack)
-        run = RunFolder(out or _default_run_dir(train_config.task))
+        run = RunFolder(out or default_run_dir(train_config.task))
     started = time.perf_counter()
     result, usage = _train(
         train_config,
@@ -775,7 +770,7 @@ def demo(
     config, limit = _demo_config(
         planted, probe=probe, iterations=iterations, batch_size=batch_size, test_limit=test_limit
     )
-    run = RunFolder(out or _default_run_dir("demo"))
+    run = RunFolder(out or default_run_dir("demo"))
     llm = load_config(
         overrides=demo_llm_overrides(
             model, critic_model=critic_model, optimizer_model=optimizer_model

@@ -23,6 +23,7 @@ Layout::
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -52,6 +53,11 @@ C = TypeVar("C", bound=BaseModel)
 
 def _unit_id(record: Any) -> str:
     return str(record.unit_id)
+
+
+def default_run_dir(task: str) -> Path:
+    """runs/<task>-<time>: where a run goes when no folder is given (`grse train`, `train`)."""
+    return Path("runs") / f"{task}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
 class RunFolder:
