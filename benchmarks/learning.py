@@ -35,6 +35,7 @@ from rich.console import Console
 from rich.table import Table
 
 from grse_graph.errors import GrseError
+from grse_graph.llm import load_config
 from grse_graph.methods.registry import METHOD_NAMES, method_class
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.demo import (
@@ -42,6 +43,7 @@ from grse_graph.training.demo import (
     DEMO_TEST_LIMIT,
     TEST_FOLDERS,
     DemoResult,
+    demo_llm_overrides,
     learning_config,
     print_comparison,
     print_learned,
@@ -176,6 +178,8 @@ def main() -> None:
     test_limit = args.test or (DEMO_TEST_LIMIT if args.task == "demo" else HOTPOTQA_TEST)
     out = args.out or Path(tempfile.mkdtemp(prefix="grse-learning-bench-"))
     console = Console()
+    # The protocol's training top-k is the actor family's (20 Qwen, 64 Gemma).
+    top_k = load_config(overrides=demo_llm_overrides(args.model)).training_top_k()
     runs: list[LearningRun] = []
     for name in methods:
         folder = out / name
@@ -186,6 +190,7 @@ def main() -> None:
         else:
             config = learning_config(
                 name,
+                training_top_k=top_k,
                 task=args.task,
                 data=str(Path(args.data).resolve()) if args.data else None,
                 iterations=args.iterations,

@@ -226,16 +226,16 @@ def method_config(
 ) -> TrainConfig:
     """`repair_config` for one method, with the benchmark's task, data and category over the
     planted library's task."""
-    config = repair_config(
+    return repair_config(
         planted,
         spec.method,
         probe=spec.probe,
+        task=task,
+        data=data,
+        category=category,
         iterations=iterations,
         batch_size=batch_size,
         validation_size=validation_size,
-    )
-    return TrainConfig.model_validate(
-        {**config.model_dump(), "task": task, "data": data, "category": category}
     )
 
 

@@ -49,7 +49,7 @@ from grse_graph.skills import SkillLibrary, import_pack
 from grse_graph.tasks import load_task
 from grse_graph.tasks.base import Task, TaskQuestion
 from grse_graph.team import SkillMode, TeamSpec, default_team, run_rollout
-from grse_graph.training.config import TrainConfig, train_config_from
+from grse_graph.training.config import TrainConfig, protocol_train_config
 from grse_graph.training.context import TrainingDeps
 from grse_graph.training.graph import compile_training_graph, training_run_config
 from grse_graph.training.run_folder import RunFolder
@@ -282,7 +282,9 @@ class TrainingStudioState(TypedDict, total=False):
 
 
 def train_config(context: Mapping[str, Any], state: Mapping[str, Any]) -> TrainConfig:
-    """The `TrainConfig` of a context (its `train` table plus task, data, category, review)."""
+    """The `TrainConfig` of a context (its `train` table plus task, data, category, review),
+    over the task's protocol values with the context actor's training top-k
+    (`protocol_train_config`, as every entry point builds a new run's config)."""
 
     values: dict[str, Any] = {**(context.get("train") or {})}
     for key in CONTEXT_SETTINGS:
@@ -297,7 +299,8 @@ def train_config(context: Mapping[str, Any], state: Mapping[str, Any]) -> TrainC
         where = "context" if setting in CONTEXT_SETTINGS and setting in context else "context.train"
         return f"remove {where}.{setting}"
 
-    return train_config_from(values, "context.train", removal)
+    top_k = llm_config(context, ()).training_top_k()
+    return protocol_train_config(values, "context.train", training_top_k=top_k, removal=removal)
 
 
 def _thread_id(config: RunnableConfig) -> str:

@@ -12,8 +12,11 @@ from pydantic import BaseModel
 from grse_graph.errors import ConfigError
 from grse_graph.methods.base import MethodSettings
 from grse_graph.methods.registry import BUILTIN_METHODS, MethodClass, create_method
-from grse_graph.tasks.protocol import with_protocol_defaults
-from grse_graph.training.config import TrainConfig, train_config_from
+from grse_graph.training.config import (
+    TrainConfig,
+    protocol_train_config,
+    train_config_from,
+)
 
 MethodChoice: TypeAlias = str | MethodSettings | MethodClass
 """A method's name, its settings section (name and knobs), or its class (registered for the
@@ -62,9 +65,10 @@ def train_config(
     methods: Mapping[str, MethodClass],
     training_top_k: Callable[[], int],
 ) -> TrainConfig:
-    """The run's `TrainConfig` for `task`, built by `train_config_from` as the CLI builds its
-    own (a setting the method does not read is refused); `training_top_k` (the actor family's
-    top-k) is asked only when the protocol values are filled in."""
+    """The run's `TrainConfig` for `task`, built by `protocol_train_config` as the CLI builds
+    its own (a setting the method does not read is refused); `training_top_k` (the actor
+    family's top-k) is asked only when the protocol values are filled in (a `TrainConfig` is
+    used as it is)."""
     table = config.model_dump() if isinstance(config, TrainConfig) else dict(config or {})
     given = table.get("task", task)
     if given != task:
@@ -72,9 +76,9 @@ def train_config(
     table["task"] = task
     section = _method_section(method, table.get("method", "grse"))
     table["method"] = section.model_dump() if isinstance(section, BaseModel) else section
-    if not isinstance(config, TrainConfig):
-        table = with_protocol_defaults(table, training_top_k=training_top_k())
-    return train_config_from(table, "config", methods=methods)
+    if isinstance(config, TrainConfig):
+        return train_config_from(table, "config", methods=methods)
+    return protocol_train_config(table, "config", training_top_k=training_top_k(), methods=methods)
 
 
 def check_method(config: TrainConfig, registry: Mapping[str, MethodClass]) -> None:

@@ -30,10 +30,13 @@ from grse_graph.methods.registry import BUILTIN_METHODS, METHOD_NAMES, MethodCla
 from grse_graph.skills import PACK_SKILLS_DIR, check_pack_destination, export_run_pack, import_pack
 from grse_graph.tasks.base import Task
 from grse_graph.tasks.planted import PlantedLibrary, demo_planted
-from grse_graph.tasks.protocol import with_protocol_defaults
 from grse_graph.team import default_team
 from grse_graph.team.topology import TOPOLOGY_NAMES
-from grse_graph.training.config import TrainConfig, refuse_unread_settings, train_config_from
+from grse_graph.training.config import (
+    TrainConfig,
+    protocol_train_config,
+    refuse_unread_settings,
+)
 from grse_graph.training.context import TrainingDeps
 from grse_graph.training.demo import (
     DEMO_SETTINGS,
@@ -80,8 +83,15 @@ def _read_train_toml(path: Path) -> dict[str, Any]:
     return table
 
 
-def build_train_config(base: dict[str, Any], flags: dict[str, Any], origin: str) -> TrainConfig:
-    """TOML values overridden by the flags that were given (None means not given). A setting
+def build_train_config(
+    base: dict[str, Any],
+    flags: dict[str, Any],
+    origin: str,
+    *,
+    training_top_k: int,
+) -> TrainConfig:
+    """TOML values overridden by the flags that were given (None means not given), over the
+    task's protocol values (`protocol_train_config`, with the actor family's top-k). A setting
     the chosen method does not read is refused, naming the flag or the TOML key to remove."""
     given = {k: v for k, v in flags.items() if v is not None}
 
@@ -90,7 +100,9 @@ def build_train_config(base: dict[str, Any], flags: dict[str, Any], origin: str)
             return f"remove {setting_flag(setting)}"
         return f"remove {setting} from [train] in {origin}"
 
-    return train_config_from({**base, **given}, origin, removal)
+    return protocol_train_config(
+        {**base, **given}, origin, training_top_k=training_top_k, removal=removal
+    )
 
 
 def probe_section(
@@ -519,12 +531,10 @@ def _new_run_config(
     }
     if "task" not in base and flags["task"] is None:
         raise ConfigError("grse train: --task is required (or task in --config)")
-    # The task's protocol values (batch, L, top-k of the actor's family, validation
-    # decoding) fill what neither the TOML nor the flags give.
-    given = {k: v for k, v in flags.items() if v is not None}
+    # The task's protocol values (batch, L, top-k of the actor's family, training and
+    # validation decoding) fill what neither the TOML nor the flags give.
     top_k = _llm_config(config, model).training_top_k()
-    base = with_protocol_defaults({**base, **given}, training_top_k=top_k)
-    train_config = build_train_config(base, flags, str(config or "flags"))
+    train_config = build_train_config(base, flags, str(config or "flags"), training_top_k=top_k)
     method_class(train_config.method.name)
     return train_config
 

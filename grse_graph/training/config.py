@@ -5,7 +5,10 @@ decoding, concurrency) are shared by every method, so a comparison of methods di
 the `method` section, which holds the method's own knobs (`grse_graph.methods.registry`).
 A method that does not read a loop-level setting says so (`BaseCreditMethod.unread_settings`);
 `train_config_from`, the one way the CLI, its TOML and a Studio context build a config, refuses
-such a setting when it is given a value other than its default.
+such a setting when it is given a value other than its default. A new run's config is built by
+`protocol_train_config`, which first fills in the task's protocol values
+(`grse_graph.tasks.protocol`): `grse train`, Studio's training graph, the demo's
+`learning_config` and the Python API all call it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from grse_graph.methods.grse.method import GrseSettings
 from grse_graph.methods.operators import OperatorSchedule
 from grse_graph.methods.registry import BUILTIN_METHODS, MethodClass, MethodSection
 from grse_graph.probes import ProbeSettings
+from grse_graph.tasks.protocol import with_protocol_defaults
 from grse_graph.team.kinds import SkillMode
 from grse_graph.team.layout import PromptLayout
 from grse_graph.validation_text import describe_validation_error
@@ -188,3 +192,21 @@ def train_config_from(
     except ValidationError as error:
         raise ConfigError(f"{origin}: {describe_validation_error(error)}") from None
     return refuse_unread_settings(config, removal, methods)
+
+
+def protocol_train_config(
+    values: Mapping[str, Any],
+    origin: str,
+    *,
+    training_top_k: int,
+    removal: Removal = _remove,
+    methods: Mapping[str, MethodClass] = BUILTIN_METHODS,
+) -> TrainConfig:
+    """The `TrainConfig` of a new run from user-given values, the one way every entry point
+    builds it: the task's protocol values (batch size, library limit, training and validation
+    decoding with the actor family's `training_top_k`) where `values` gives none, then
+    `train_config_from` (invalid values and unread settings refused)."""
+    if "task" not in values:
+        raise ConfigError(f"{origin}: a training config needs a task")
+    filled = with_protocol_defaults(values, training_top_k=training_top_k)
+    return train_config_from(filled, origin, removal, methods)

@@ -29,11 +29,12 @@ from grse_graph.evaluation.store import EvalFolder
 from grse_graph.evaluation.summary import difference_text, question_table, transition_table
 from grse_graph.evaluation.transitions import LibraryComparison, compare_folders
 from grse_graph.llm import SamplingSettings, load_config
+from grse_graph.llm.config import DEFAULT_TRAINING_TOP_K
 from grse_graph.methods.registry import method_class
 from grse_graph.tasks.planted import PlantedLibrary
 from grse_graph.team.rollout import Rollout
 
-from .config import TrainConfig
+from .config import TrainConfig, protocol_train_config
 from .graph import TrainingDeps
 from .provenance import LearnedSkill, learned_skills
 from .repair import PlantedSkillOutcome, planted_outcomes, separation
@@ -117,9 +118,13 @@ def demo_llm_overrides(
     }
 
 
-def learning_config(method: str = "grse", **changes: Any) -> TrainConfig:
+def learning_config(
+    method: str = "grse", *, training_top_k: int = DEFAULT_TRAINING_TOP_K, **changes: Any
+) -> TrainConfig:
     """The demo's training configuration for `method`, with `changes` (loop settings such as
-    task, data, iterations, batch_size, validation_size) over `DEMO_SETTINGS`."""
+    task, data, iterations, batch_size, validation_size) over `DEMO_SETTINGS`, over the task's
+    protocol values (`protocol_train_config`; `training_top_k` is the actor family's, default
+    the embedded models' Qwen value)."""
     settings = {**DEMO_SETTINGS, **{k: v for k, v in changes.items() if v is not None}}
     settings_type = method_class(method).settings_type
     defaults = settings_type.model_validate({"name": method}).model_dump()
@@ -132,7 +137,9 @@ def learning_config(method: str = "grse", **changes: Any) -> TrainConfig:
         # between methods (MASkills prunes at -0.3, GRSE at -0.5).
         default = defaults.get(knob)
         section[knob] = {**default, **value} if isinstance(default, dict) else value
-    return TrainConfig.model_validate({**settings, "method": section})
+    return protocol_train_config(
+        {**settings, "method": section}, "learning_config", training_top_k=training_top_k
+    )
 
 
 def repair_config(
@@ -143,16 +150,20 @@ def repair_config(
     **changes: Any,
 ) -> TrainConfig:
     """The demo's configuration for repairing `planted` (`REPAIR_SETTINGS` over
-    `DEMO_SETTINGS`, then `changes`): training starts from the planted libraries, with probe
-    credit unless `probe` is False."""
-    settings = {**REPAIR_SETTINGS, **{k: v for k, v in changes.items() if v is not None}}
+    `DEMO_SETTINGS`, then `changes`; the task is the planted library's unless `changes` names
+    one): training starts from the planted libraries, with probe credit unless `probe` is
+    False."""
+    settings = {
+        "task": planted.task,
+        **REPAIR_SETTINGS,
+        **{k: v for k, v in changes.items() if v is not None},
+    }
     if not probe:
         settings["probe"] = None
     base = learning_config(method, **{k: v for k, v in settings.items() if k != "probe"})
     return TrainConfig.model_validate(
         {
             **base.model_dump(),
-            "task": planted.task,
             "init_libraries": planted.library_folders(),
             "probe": settings["probe"],
         }

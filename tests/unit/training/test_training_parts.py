@@ -193,11 +193,14 @@ def test_train_flags_fill_the_method_section_and_resume_keeps_the_runs_method(
     from grse_graph.methods.grse.method import GrseSettings
 
     config = build_train_config(
-        {"task": "demo"}, {"method": "grse", "group_size": 2, "structured": False}, "flags"
+        {"task": "demo"},
+        {"method": "grse", "group_size": 2, "structured": False},
+        "flags",
+        training_top_k=20,
     )
     assert config.method == GrseSettings(group_size=2, structured=False)
     with pytest.raises(ConfigError, match="flags: method"):
-        build_train_config({"task": "demo"}, {"group_size": 0}, "flags")
+        build_train_config({"task": "demo"}, {"group_size": 0}, "flags", training_top_k=20)
     run = RunFolder(tmp_path / "run")
     run.write_config(TrainConfig(task="demo"))
     other = next(name for name in METHOD_NAMES if name != "grse")
