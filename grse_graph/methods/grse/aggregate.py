@@ -25,13 +25,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field
 
-from grse_graph.errors import StructuredOutputError
 from grse_graph.llm.provider import ChatModelProvider
-from grse_graph.llm.structured import astructured_call
+from grse_graph.methods.aggregation import aggregate_skeleton, bucket_by_skill, unique
 from grse_graph.methods.grse import prompts
 from grse_graph.methods.grse.critic_schema import CritiqueResult
 from grse_graph.methods.plan import (
@@ -47,7 +47,7 @@ from grse_graph.methods.plan import (
     PatternExample,
     SkillCredit,
 )
-from grse_graph.skills import SkillLibrary
+from grse_graph.skills import Skill, SkillLibrary
 
 DEFAULT_AGGREGATE_MAX_TOKENS = 1200
 _NO_CATEGORY = "uncategorised"
@@ -71,6 +71,8 @@ class _Credit(BaseModel):
     question_id: str
     category: str | None
     credit: SkillCredit
+    # Its suggestion was dropped: no usable `refine` diagnosis of its question names the pair.
+    unattributed: bool = False
 
 
 def direction_verdict(credit: SkillCredit, low_utility_threshold: float) -> DirectionVerdict:
@@ -96,16 +98,12 @@ def rule_based_merge(
     verdicts = [direction_verdict(c, low_utility_threshold) for c in credits]
     verdict = max(_VERDICT_PRIORITY, key=lambda v: (verdicts.count(v), -_VERDICT_PRIORITY.index(v)))
     return MergedDirection(
-        summary=" | ".join(_unique([c.evidence for c in credits if c.evidence.strip()])),
+        summary=" | ".join(unique([c.evidence for c in credits if c.evidence.strip()])),
         suggested_edit=" | ".join(
-            _unique([c.suggested_refinement for c in credits if c.suggested_refinement.strip()])
+            unique([c.suggested_refinement for c in credits if c.suggested_refinement.strip()])
         ),
         verdict=verdict,
     )
-
-
-def _unique(items: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(items))
 
 
 def _by_category(pairs: Sequence[tuple[str | None, str]]) -> dict[str, list[str]]:
@@ -154,61 +152,80 @@ def _render_credits(items: Sequence[_Credit], with_labels: bool) -> str:
     )
 
 
-async def _merge(
-    items: Sequence[_Credit],
-    library: SkillLibrary,
-    provider: ChatModelProvider,
-    *,
-    max_tokens: int,
-    with_labels: bool,
-    low_utility_threshold: float,
-) -> EditDirection:
-    first = items[0].credit
-    utility = sum(i.credit.utility for i in items) / len(items)
-    skill = library.get(first.skill_id)
-    messages: list[BaseMessage] = [
-        SystemMessage(prompts.MERGE_SYSTEM),
-        HumanMessage(
-            prompts.MERGE_USER.format(
-                agent=first.agent,
-                skill_id=first.skill_id,
-                utility=utility,
-                n=len(items),
-                body=skill.body.strip(),
-                credits=_render_credits(items, with_labels),
-            )
-        ),
-    ]
-    model = provider.chat("optimizer", max_tokens=max_tokens)
-    error: str | None = None
-    try:
-        merged = await astructured_call(model, MergedDirection, messages)
-    except StructuredOutputError as exc:
-        # Recorded on the direction (merge_error), not hidden: the rule-based merge keeps the
-        # credits' own words so the iteration can go on.
-        error = str(exc)
-        merged = rule_based_merge([i.credit for i in items], low_utility_threshold)
-    return EditDirection(
-        agent=first.agent,
-        skill_id=first.skill_id,
-        summary=merged.summary,
-        suggested_edit=merged.suggested_edit,
-        utility=max(-1.0, min(1.0, utility)),
-        verdict=merged.verdict,
-        n_credits=len(items),
-        question_ids=_unique([i.question_id for i in items]),
-        redundant_with=_unique(
-            [n for i in items for n in i.credit.redundant_with if n != first.skill_id]
-        ),
-        conflicts_with=_unique(
-            [n for i in items for n in i.credit.conflicts_with if n != first.skill_id]
-        ),
-        evidence_by_category=(
-            _by_category([(i.category, i.credit.evidence) for i in items]) if with_labels else {}
-        ),
-        merged_by_model=error is None,
-        merge_error=error,
-    )
+@dataclass(frozen=True)
+class _GrseHooks:
+    """GRSE's choices inside the shared aggregation skeleton."""
+
+    results: Sequence[CritiqueResult]
+    settings: AggregationSettings
+    merge_max_tokens: int
+    with_labels: bool
+    low_reward: frozenset[str]
+    merged_schema: type[MergedDirection] = MergedDirection
+
+    def single(self, item: _Credit) -> EditDirection:
+        return direction_from_credit(
+            item,
+            low_utility_threshold=self.settings.low_utility_threshold,
+            with_labels=self.with_labels,
+        )
+
+    def merge_messages(self, items: Sequence[_Credit], skill: Skill) -> list[BaseMessage]:
+        first = items[0].credit
+        return [
+            SystemMessage(prompts.MERGE_SYSTEM),
+            HumanMessage(
+                prompts.MERGE_USER.format(
+                    agent=first.agent,
+                    skill_id=first.skill_id,
+                    utility=_mean_utility(items),
+                    n=len(items),
+                    body=skill.body.strip(),
+                    credits=_render_credits(items, self.with_labels),
+                )
+            ),
+        ]
+
+    def fallback(self, items: Sequence[_Credit]) -> MergedDirection:
+        return rule_based_merge([i.credit for i in items], self.settings.low_utility_threshold)
+
+    def merged(
+        self, items: Sequence[_Credit], merged: MergedDirection, error: str | None
+    ) -> EditDirection:
+        # The utility is the credits' mean, not the model's: a number it should not compute.
+        first = items[0].credit
+        return EditDirection(
+            agent=first.agent,
+            skill_id=first.skill_id,
+            summary=merged.summary,
+            suggested_edit=merged.suggested_edit,
+            utility=max(-1.0, min(1.0, _mean_utility(items))),
+            verdict=merged.verdict,
+            n_credits=len(items),
+            question_ids=unique([i.question_id for i in items]),
+            redundant_with=unique(
+                [n for i in items for n in i.credit.redundant_with if n != first.skill_id]
+            ),
+            conflicts_with=unique(
+                [n for i in items for n in i.credit.conflicts_with if n != first.skill_id]
+            ),
+            evidence_by_category=(
+                _by_category([(i.category, i.credit.evidence) for i in items])
+                if self.with_labels
+                else {}
+            ),
+            merged_by_model=error is None,
+            merge_error=error,
+        )
+
+    def agent_evidence(self, agent: str) -> AgentEvidence | None:
+        return evidence_of_agent(
+            self.results, agent, with_labels=self.with_labels, low_reward=self.low_reward
+        )
+
+
+def _mean_utility(items: Sequence[_Credit]) -> float:
+    return sum(i.credit.utility for i in items) / len(items)
 
 
 def induction_patterns(
@@ -290,49 +307,45 @@ def low_reward_cases(result: CritiqueResult, agent: str) -> list[str]:
     return lines
 
 
-def agent_evidence(
+def evidence_of_agent(
     results: Sequence[CritiqueResult],
-    agents: Sequence[str],
+    agent: str,
     *,
     with_labels: bool = False,
     low_reward: frozenset[str] = frozenset(),
-) -> list[AgentEvidence]:
-    """Agent-level evidence per agent across questions (agents in team order): the critic's
-    feedback, and the agent's diagnoses in the `low_reward` questions as hard cases."""
-    out: list[AgentEvidence] = []
-    for agent in agents:
-        items: list[str] = []
-        missing: list[str] = []
-        qids: list[str] = []
-        cases: list[str] = []
-        pairs: list[tuple[str | None, str]] = []
-        for result in results:
-            for fb in result.agent_feedback:
-                if fb.agent != agent or not (fb.feedback.strip() or fb.missing_capability.strip()):
-                    continue
-                items.append(fb.feedback)
-                if fb.missing_capability.strip():
-                    missing.append(fb.missing_capability)
-                if result.question_id not in qids:
-                    qids.append(result.question_id)
-                pairs.append((result.category, fb.feedback))
-            if result.question_id in low_reward:
-                found = low_reward_cases(result, agent)
-                cases += found
-                if found and result.question_id not in qids:
-                    qids.append(result.question_id)
-        if items or cases:
-            out.append(
-                AgentEvidence(
-                    agent=agent,
-                    items=items,
-                    missing_capabilities=_unique(missing),
-                    question_ids=qids,
-                    evidence_by_category=_by_category(pairs) if with_labels else {},
-                    hard_cases=_unique(cases),
-                )
-            )
-    return out
+) -> AgentEvidence | None:
+    """One agent's evidence across questions: the critic's feedback, and the agent's
+    diagnoses in the `low_reward` questions as hard cases (None when there is neither)."""
+    items: list[str] = []
+    missing: list[str] = []
+    qids: list[str] = []
+    cases: list[str] = []
+    pairs: list[tuple[str | None, str]] = []
+    for result in results:
+        for fb in result.agent_feedback:
+            if fb.agent != agent or not (fb.feedback.strip() or fb.missing_capability.strip()):
+                continue
+            items.append(fb.feedback)
+            if fb.missing_capability.strip():
+                missing.append(fb.missing_capability)
+            if result.question_id not in qids:
+                qids.append(result.question_id)
+            pairs.append((result.category, fb.feedback))
+        if result.question_id in low_reward:
+            found = low_reward_cases(result, agent)
+            cases += found
+            if found and result.question_id not in qids:
+                qids.append(result.question_id)
+    if not items and not cases:
+        return None
+    return AgentEvidence(
+        agent=agent,
+        items=items,
+        missing_capabilities=unique(missing),
+        question_ids=qids,
+        evidence_by_category=_by_category(pairs) if with_labels else {},
+        hard_cases=unique(cases),
+    )
 
 
 def attributed_refinements(result: CritiqueResult) -> set[tuple[str, str]]:
@@ -343,6 +356,31 @@ def attributed_refinements(result: CritiqueResult) -> set[tuple[str, str]]:
         for c in result.diagnoses
         if c.usable and c.diagnosis.action == "refine" and c.diagnosis.skill_id is not None
     }
+
+
+def _credits(results: Sequence[CritiqueResult]) -> list[_Credit]:
+    """Every credit with its question. In a structured result, a suggestion that no usable
+    `refine` diagnosis of the same question attributes is dropped (and marked)."""
+    out: list[_Credit] = []
+    for result in results:
+        refinable = attributed_refinements(result)
+        for credit in result.credits:
+            unattributed = (
+                result.structured
+                and bool(credit.suggested_refinement.strip())
+                and (credit.agent, credit.skill_id) not in refinable
+            )
+            if unattributed:
+                credit = credit.model_copy(update={"suggested_refinement": ""})
+            out.append(
+                _Credit(
+                    question_id=result.question_id,
+                    category=result.category,
+                    credit=credit,
+                    unattributed=unattributed,
+                )
+            )
+    return out
 
 
 async def aggregate(
@@ -359,73 +397,36 @@ async def aggregate(
     diagnoses become agent-level induction evidence (None: no group counts as low-reward)."""
     settings = settings or AggregationSettings()
     with_labels = any(r.category is not None for r in results)
-    structured = all(r.structured for r in results)
-
-    groups: dict[tuple[str, str], list[_Credit]] = {}
-    unattributed = 0
-    for result in results:
-        refinable = attributed_refinements(result)
-        for credit in result.credits:
-            library = libraries.get(credit.agent)
-            if library is None or credit.skill_id not in library.names():
-                continue
-            if (
-                result.structured
-                and credit.suggested_refinement.strip()
-                and (credit.agent, credit.skill_id) not in refinable
-            ):
-                credit = credit.model_copy(update={"suggested_refinement": ""})
-                unattributed += 1
-            groups.setdefault((credit.agent, credit.skill_id), []).append(
-                _Credit(question_id=result.question_id, category=result.category, credit=credit)
-            )
-
-    directions: list[EditDirection] = []
-    calls = 0
-    for (agent, _), items in groups.items():
-        if len(items) == 1:
-            directions.append(
-                direction_from_credit(
-                    items[0],
-                    low_utility_threshold=settings.low_utility_threshold,
-                    with_labels=with_labels,
-                )
-            )
-        else:
-            calls += 1
-            directions.append(
-                await _merge(
-                    items,
-                    libraries[agent],
-                    provider,
-                    max_tokens=max_tokens,
-                    with_labels=with_labels,
-                    low_utility_threshold=settings.low_utility_threshold,
-                )
-            )
-
+    # Bucketed before counting, so a credit of a skill already gone is not counted unattributed.
+    buckets = bucket_by_skill(
+        _credits(results), lambda i: (i.credit.agent, i.credit.skill_id), libraries
+    )
     low_reward = frozenset(
         qid
         for qid, rewards in (group_rewards or {}).items()
         if rewards and sum(rewards) / len(rewards) <= settings.low_reward_threshold
     )
-    evidence = agent_evidence(
-        results, list(libraries), with_labels=with_labels, low_reward=low_reward
+    hooks = _GrseHooks(
+        results=results,
+        settings=settings,
+        merge_max_tokens=max_tokens,
+        with_labels=with_labels,
+        low_reward=low_reward,
     )
-
+    shared = await aggregate_skeleton(buckets, libraries, provider, hooks)
     counts = DiagnosisCounts()
     for r in results:
         counts = counts + r.counts
     return AggregationResult(
-        directions=directions,
+        directions=shared.directions,
         patterns=induction_patterns(
             results, max_examples=settings.max_examples, with_labels=with_labels
         ),
-        agent_evidence=evidence,
+        agent_evidence=shared.agent_evidence,
         counts=counts,
-        question_ids=_unique([r.question_id for r in results]),
+        question_ids=unique([r.question_id for r in results]),
         with_labels=with_labels,
-        structured=structured,
-        optimizer_calls=calls,
-        unattributed_refinements=unattributed,
+        structured=all(r.structured for r in results),
+        optimizer_calls=shared.optimizer_calls,
+        unattributed_refinements=sum(i.unattributed for b in buckets.values() for i in b),
     )

@@ -19,13 +19,13 @@ The reference has no level 3 (agents -> topologies); neither has this.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict
 
-from grse_graph.errors import StructuredOutputError
 from grse_graph.llm.provider import ChatModelProvider
-from grse_graph.llm.structured import astructured_call
+from grse_graph.methods.aggregation import aggregate_skeleton, bucket_by_skill, unique
 from grse_graph.methods.maskills import prompts
 from grse_graph.methods.maskills.record import MaskillsRecord
 from grse_graph.methods.maskills.schema import HardCase, MaskillsCredit, MergedGradient
@@ -65,12 +65,8 @@ def single_verdict(credit: MaskillsCredit) -> DirectionVerdict:
     return "refine" if credit.suggested_edit.strip() else "keep"
 
 
-def _unique(items: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(items))
-
-
 def _links(items: Sequence[SkillCreditItem], skill_id: str, field: str) -> list[str]:
-    return _unique(
+    return unique(
         [n for i in items for n in getattr(i.credit, field) if n.strip() and n != skill_id]
     )
 
@@ -104,7 +100,7 @@ def fallback_merge(items: Sequence[SkillCreditItem], prune_threshold: float) -> 
         verdict: DirectionVerdict = "low_utility"
     else:
         verdict = "refine" if edit else "keep"
-    summary = " | ".join(_unique([i.credit.evidence for i in items if i.credit.evidence.strip()]))
+    summary = " | ".join(unique([i.credit.evidence for i in items if i.credit.evidence.strip()]))
     return MergedGradient(
         summary=summary[:FALLBACK_SUMMARY_CHARS],
         verdict=verdict,
@@ -144,41 +140,54 @@ def merge_messages(skill: Skill, agent: str, items: Sequence[SkillCreditItem]) -
     ]
 
 
-async def merge_credits(
-    items: Sequence[SkillCreditItem],
-    skill: Skill,
-    provider: ChatModelProvider,
-    settings: MaskillsSettings,
-) -> EditDirection:
-    """Merge two or more credits of one skill with one optimizer call."""
-    first = items[0].credit
-    mean = sum(i.credit.utility_delta for i in items) / len(items)
-    model = provider.chat("optimizer", max_tokens=settings.merge_max_tokens)
-    error: str | None = None
-    try:
-        merged = await astructured_call(
-            model, MergedGradient, merge_messages(skill, first.agent, items)
+@dataclass(frozen=True)
+class MaskillsHooks:
+    """MASkills' choices inside the shared aggregation skeleton."""
+
+    records: Sequence[MaskillsRecord]
+    settings: MaskillsSettings
+    merged_schema: type[MergedGradient] = MergedGradient
+
+    @property
+    def merge_max_tokens(self) -> int:
+        return self.settings.merge_max_tokens
+
+    def single(self, item: SkillCreditItem) -> EditDirection:
+        return direction_from_single(item)
+
+    def merge_messages(self, items: Sequence[SkillCreditItem], skill: Skill) -> list[BaseMessage]:
+        return merge_messages(skill, items[0].credit.agent, items)
+
+    def fallback(self, items: Sequence[SkillCreditItem]) -> MergedGradient:
+        return fallback_merge(items, self.settings.prune_utility_threshold)
+
+    def merged(
+        self, items: Sequence[SkillCreditItem], merged: MergedGradient, error: str | None
+    ) -> EditDirection:
+        # Unlike GRSE's, the utility is the merge's own score; the credits' mean is kept beside
+        # it for the moving-average utility rule.
+        first = items[0].credit
+        mean = sum(i.credit.utility_delta for i in items) / len(items)
+        return EditDirection(
+            agent=first.agent,
+            skill_id=first.skill_id,
+            summary=merged.summary,
+            suggested_edit="" if merged.verdict == "keep" else merged.suggested_edit,
+            utility=merged.utility_score,
+            credit_utility_mean=max(-1.0, min(1.0, mean)),
+            verdict=merged.verdict,
+            n_credits=len(items),
+            question_ids=unique([i.question_id for i in items]),
+            redundant_with=[
+                n for n in unique(merged.redundant_with) if n.strip() and n != first.skill_id
+            ],
+            conflicts_with=_links(items, first.skill_id, "conflicts_with"),
+            merged_by_model=error is None,
+            merge_error=error,
         )
-    except StructuredOutputError as exc:
-        error = str(exc)
-        merged = fallback_merge(items, settings.prune_utility_threshold)
-    return EditDirection(
-        agent=first.agent,
-        skill_id=first.skill_id,
-        summary=merged.summary,
-        suggested_edit="" if merged.verdict == "keep" else merged.suggested_edit,
-        utility=merged.utility_score,
-        credit_utility_mean=max(-1.0, min(1.0, mean)),
-        verdict=merged.verdict,
-        n_credits=len(items),
-        question_ids=_unique([i.question_id for i in items]),
-        redundant_with=[
-            n for n in _unique(merged.redundant_with) if n.strip() and n != first.skill_id
-        ],
-        conflicts_with=_links(items, first.skill_id, "conflicts_with"),
-        merged_by_model=error is None,
-        merge_error=error,
-    )
+
+    def agent_evidence(self, agent: str) -> AgentEvidence | None:
+        return evidence_of_agent(self.records, agent, self.settings)
 
 
 def credit_buckets(
@@ -186,18 +195,13 @@ def credit_buckets(
 ) -> dict[tuple[str, str], list[SkillCreditItem]]:
     """Credits per (agent, skill) across trajectories, in record order; skills no longer in
     the agent's library are skipped."""
-    buckets: dict[tuple[str, str], list[SkillCreditItem]] = {}
-    for record in records:
-        if record.result is None:
-            continue
-        for credit in record.result.credits:
-            library = libraries.get(credit.agent)
-            if library is None or not library.has(credit.skill_id):
-                continue
-            buckets.setdefault((credit.agent, credit.skill_id), []).append(
-                SkillCreditItem(question_id=record.question_id, credit=credit)
-            )
-    return buckets
+    items = [
+        SkillCreditItem(question_id=record.question_id, credit=credit)
+        for record in records
+        if record.result is not None
+        for credit in record.result.credits
+    ]
+    return bucket_by_skill(items, lambda i: (i.credit.agent, i.credit.skill_id), libraries)
 
 
 def residual_summary(records: Sequence[MaskillsRecord], agent: str, max_residuals: int) -> str:
@@ -240,41 +244,37 @@ def hard_cases(records: Sequence[MaskillsRecord], agent: str, threshold: float) 
     return out
 
 
-def agent_evidence(
-    records: Sequence[MaskillsRecord], agents: Sequence[str], settings: MaskillsSettings
-) -> list[AgentEvidence]:
-    """Each agent's induction evidence: its residual summary (in `items`) and hard cases."""
-    out: list[AgentEvidence] = []
-    for agent in agents:
-        summary = residual_summary(records, agent, settings.max_residuals)
-        cases = hard_cases(records, agent, settings.hard_case_threshold)
-        if not summary and not cases:
-            continue
-        missing = _unique(
-            [
-                r.missing_capability.strip()
-                for rec in records
-                if rec.result is not None
-                for r in rec.result.residuals
-                if r.agent == agent and r.needs_new_skill and r.missing_capability.strip()
-            ]
-        )
-        questions = [
-            rec.question_id
+def evidence_of_agent(
+    records: Sequence[MaskillsRecord], agent: str, settings: MaskillsSettings
+) -> AgentEvidence | None:
+    """One agent's induction evidence: its residual summary (in `items`) and hard cases (None
+    when it has neither)."""
+    summary = residual_summary(records, agent, settings.max_residuals)
+    cases = hard_cases(records, agent, settings.hard_case_threshold)
+    if not summary and not cases:
+        return None
+    missing = unique(
+        [
+            r.missing_capability.strip()
             for rec in records
             if rec.result is not None
-            and any(r.agent == agent and r.needs_new_skill for r in rec.result.residuals)
+            for r in rec.result.residuals
+            if r.agent == agent and r.needs_new_skill and r.missing_capability.strip()
         ]
-        out.append(
-            AgentEvidence(
-                agent=agent,
-                items=[summary] if summary else [],
-                missing_capabilities=missing,
-                question_ids=_unique([*questions, *(c.question_id for c in cases)]),
-                hard_cases=[c.line() for c in cases],
-            )
-        )
-    return out
+    )
+    questions = [
+        rec.question_id
+        for rec in records
+        if rec.result is not None
+        and any(r.agent == agent and r.needs_new_skill for r in rec.result.residuals)
+    ]
+    return AgentEvidence(
+        agent=agent,
+        items=[summary] if summary else [],
+        missing_capabilities=missing,
+        question_ids=unique([*questions, *(c.question_id for c in cases)]),
+        hard_cases=[c.line() for c in cases],
+    )
 
 
 def invocation_counts(records: Sequence[MaskillsRecord]) -> dict[str, dict[str, int]]:
@@ -297,19 +297,16 @@ async def aggregate(
 ) -> AggregationResult:
     """The iteration's plan: directions per credited skill, induction evidence per agent, and
     the iteration's invocation counts."""
-    directions: list[EditDirection] = []
-    calls = 0
-    for (agent, skill_id), items in credit_buckets(records, libraries).items():
-        if len(items) == 1:
-            directions.append(direction_from_single(items[0]))
-        else:
-            calls += 1
-            skill = libraries[agent].get(skill_id)
-            directions.append(await merge_credits(items, skill, provider, settings))
+    shared = await aggregate_skeleton(
+        credit_buckets(records, libraries),
+        libraries,
+        provider,
+        MaskillsHooks(records=records, settings=settings),
+    )
     return AggregationResult(
-        directions=directions,
-        agent_evidence=agent_evidence(records, list(libraries), settings),
-        question_ids=_unique([r.question_id for r in records]),
-        optimizer_calls=calls,
+        directions=shared.directions,
+        agent_evidence=shared.agent_evidence,
+        question_ids=unique([r.question_id for r in records]),
+        optimizer_calls=shared.optimizer_calls,
         invocations=invocation_counts(records),
     )
