@@ -137,17 +137,22 @@ class GroupCritic:
         rollouts: Sequence[Rollout],
         advantages: Sequence[float],
     ) -> CriticPayload:
-        """The payload this critic would send for a group."""
+        """The payload this critic would send for a group (its citation constraints only for
+        the structured critic: App. F)."""
         names = {agent: library.names() for agent, library in libraries.items()}
+        constraints = (
+            group_vocabulary(CheckContext.build(rollouts, names)) if self.structured else None
+        )
         return build_critic_payload(
             question,
             libraries,
             rollouts,
             advantages,
             with_labels=self.with_labels,
+            structured=self.structured,
             limits=self.limits,
             observed_skill_use=self.observed_skill_use,
-            constraints=group_vocabulary(CheckContext.build(rollouts, names)),
+            constraints=constraints,
             token_counter=self.token_counter,
         )
 

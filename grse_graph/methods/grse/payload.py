@@ -22,10 +22,12 @@ result keeps every retrieved turn line with its dialogue id, shortening the turn
 instead. With `PayloadLimits.max_tokens` the payload is fitted to the critic's context by
 counting tokens: it is rendered uncut first and cut further only while it is over budget.
 
-The payload also carries App. F's `task_category` (the category with labels, `not_grouped`
-without) and `citation_constraints` (per agent: its skills and its steps in failed and in
-successful rollouts), and says per step whether skill use was observed (tool and path modes)
-or only present (inline mode, where the bodies sit in the system prompt).
+The payload of the structured critic also carries App. F's `task_category` (the category with
+labels, `not_grouped` without) and `citation_constraints` (per agent: its skills and its steps
+in failed and in successful rollouts); structured analysis is what adds them (App. F), so the
+`w/o structure` payload has neither (only the category itself with labels). Every payload
+says per step whether skill use was observed (tool and path modes) or only present (inline
+mode, where the bodies sit in the system prompt).
 """
 
 from __future__ import annotations
@@ -158,6 +160,7 @@ class _Renderer:
         advantages: Sequence[float],
         *,
         with_labels: bool,
+        structured: bool,
         limits: PayloadLimits,
         compact: bool,
         observed: Mapping[str, bool],
@@ -168,6 +171,7 @@ class _Renderer:
         self.rollouts = rollouts
         self.advantages = advantages
         self.with_labels = with_labels
+        self.structured = structured
         self.limits = limits
         self.compact = compact
         self.observed = observed
@@ -215,7 +219,8 @@ class _Renderer:
         if not (self.compact and self.question.question in self.task_input):
             lines.append(f"Question: {self.question.question}")
         grouped = self.with_labels and self.question.category is not None
-        lines.append(f"task_category: {self.question.category if grouped else NOT_GROUPED}")
+        if grouped or self.structured:
+            lines.append(f"task_category: {self.question.category if grouped else NOT_GROUPED}")
         if self.compact and self.task_input.strip():
             lines.append(f"{INPUT_REF} (the task input every agent received) =")
             lines.append(self.task_input)
@@ -331,6 +336,7 @@ def build_critic_payload(
     advantages: Sequence[float],
     *,
     with_labels: bool = False,
+    structured: bool = True,
     limits: PayloadLimits | None = None,
     observed_skill_use: Mapping[str, bool] | None = None,
     constraints: CriticVocabulary | None = None,
@@ -342,7 +348,9 @@ def build_critic_payload(
     question's category is the `task_category` only `with_labels` (the `w/ label` variant).
     `observed_skill_use[agent]` says whether that agent's skill loads are recorded (tool and
     path modes; default: not, as in inline mode). `constraints` are rendered as the
-    `citation_constraints` section. With `limits.max_tokens` the payload is fitted to that
+    `citation_constraints` section. `structured=False` (the `w/o structure` critic) renders
+    no `citation_constraints` (giving `constraints` is then an error) and no `task_category`
+    without labels. With `limits.max_tokens` the payload is fitted to that
     budget, counted with `token_counter` (default: `approximate_tokens`).
     """
     if len(rollouts) != len(advantages):
@@ -351,6 +359,10 @@ def build_critic_payload(
         )
     if not rollouts:
         raise ValueError("build_critic_payload: a group needs at least one rollout")
+    if not structured and constraints is not None:
+        raise ValueError(
+            "build_critic_payload: citation constraints belong to the structured critic"
+        )
     limits = limits or PayloadLimits()
     observed = dict(observed_skill_use or {})
 
@@ -361,6 +373,7 @@ def build_critic_payload(
             rollouts,
             advantages,
             with_labels=with_labels,
+            structured=structured,
             limits=field_limits,
             compact=compact,
             observed=observed,

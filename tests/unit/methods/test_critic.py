@@ -426,3 +426,15 @@ def test_a_reply_cut_off_in_its_second_diagnosis_keeps_the_first_in_one_call() -
     result, model, _ = run([reply])
     assert [d.status for d in result.diagnoses] == ["accepted"]
     assert len(model.calls) == 1 and result.diagnosis_error is None
+
+
+def test_without_structure_the_payload_has_no_citation_constraints_or_task_category() -> None:
+    # App. F: structured analysis is what adds task_category and citation_constraints.
+    reply = tool_call_message("CriticCredits", {"credits": [_args(credit())], "agent_feedback": []})
+    _, model, _ = run([reply], structured=False)
+    text = model.calls[0][-1].content
+    assert "citation_constraints" not in text
+    assert "task_category" not in text
+    structured = GroupCritic(FakeProvider({})).payload(question(), LIBS, ROLLOUTS, [1.0, -1.0])
+    assert "# citation_constraints" in structured.text
+    assert "task_category: not_grouped" in structured.text
