@@ -1,0 +1,91 @@
+"""What a table is built from: the paper's settings and numbers, the actors (one grse TOML
+each), the seeds, the size (full, `--limit`, `--smoke`), the data paths and the results root."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from grse_graph.llm import LLMConfig, load_config
+
+from .executors import RunContext
+from .paper import PaperTable
+from .settings import PaperSettings, SmokeSize
+
+
+@dataclass(frozen=True)
+class Actor:
+    """One actor column group: its label (the run ids' actor) and its endpoints."""
+
+    label: str
+    llm: LLMConfig
+
+
+def actor_label(llm: LLMConfig) -> str:
+    """The actor's model as named in run ids: the served model, or `embedded-<model>`."""
+    actor = llm.role("actor")
+    if not actor.embedded:
+        return actor.model
+    return f"embedded-{Path(llm.embedded_model('actor')).stem}"
+
+
+def smoke_overrides(smoke: SmokeSize) -> dict[str, object]:
+    """The LLM overrides of the smoke size: the small embedded model and small caps."""
+    return {
+        "engine.model": smoke.engine_model,
+        **{f"{role}.max_tokens": cap for role, cap in smoke.caps.items()},
+    }
+
+
+def load_actors(configs: list[Path], smoke: SmokeSize | None) -> list[Actor]:
+    """One actor per grse TOML (none given: the environment's roles), smoke-sized on request."""
+    overrides = smoke_overrides(smoke) if smoke is not None else None
+    llms = [load_config(path, overrides=overrides) for path in configs] or [
+        load_config(overrides=overrides)
+    ]
+    return [Actor(actor_label(llm), llm) for llm in llms]
+
+
+def current_commit(repo: Path | None = None) -> str:
+    """The short commit of the checkout this package runs from (`unknown` outside git)."""
+    where = repo or Path(__file__).resolve().parents[2]
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short=7", "HEAD"],
+            cwd=where,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() or "unknown"
+
+
+@dataclass(frozen=True)
+class TableContext:
+    """Everything a table definition reads to plan and build its table."""
+
+    settings: PaperSettings
+    paper: PaperTable
+    actors: list[Actor]
+    seeds: list[int]
+    smoke: bool
+    limit: int | None
+    commit: str
+    data: dict[str, str | None]
+    root: Path
+    planted: Path | None = None
+    console: Console = field(default_factory=Console)
+
+    def test_limit(self) -> int | None:
+        """Test questions per evaluation: the smoke size, `--limit`, or the whole split."""
+        return self.settings.smoke.test_questions if self.smoke else self.limit
+
+    def run_context(self, actor: Actor) -> RunContext:
+        """The executors' context of one actor."""
+        return RunContext(llm=actor.llm, data=self.data, console=self.console)

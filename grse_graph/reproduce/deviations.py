@@ -1,0 +1,108 @@
+"""Every way a table's runs differ from the paper's settings (Tables 7 and 8), as the lines
+printed at the top of the table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from grse_graph.tasks.registry import load_task
+from grse_graph.training.config import TrainConfig
+
+from .context import TableContext
+from .manifest import RunSpec
+from .settings import PaperSettings
+
+MODE_LINE = (
+    "mode: package defaults (its own additions stay on: the memorisation/restates check on "
+    "drafts, the output contrast in induction evidence, the tool-error rule for tool_failure; "
+    "a paper mode that turns them off is not built yet)"
+)
+ROLE_CAPS = {"actor": "actor", "critic": "critic", "optimizer": "induce"}
+
+
+def _paper_test_size(settings: PaperSettings, task: str, category: str | None) -> int | None:
+    if task == "hotpotqa":
+        return settings.table7.hotpotqa.test
+    if task == "locomo" and category is not None:
+        return settings.table7.locomo.test.get(category)
+    if task == "locomo":
+        sizes = settings.table7.locomo.test.values()
+        return None if None in sizes else sum(s or 0 for s in sizes)
+    return None
+
+
+def _split_size(ctx: TableContext, spec: RunSpec) -> int | None:
+    try:
+        task = load_task(spec.task, ctx.data.get(spec.task), category=spec.category)
+        return len(task.split("test"))
+    except Exception:  # a missing data file is the run's failure, not the header's
+        return None
+
+
+def _train_lines(settings: PaperSettings, spec: RunSpec, config: TrainConfig) -> list[str]:
+    t8 = settings.table8
+    where = f"{spec.task}{'/' + spec.category if spec.category else ''} {spec.method}"
+    lines = []
+    if config.iterations != t8.iterations:
+        lines.append(f"{where}: {config.iterations} iteration(s) (paper T = {t8.iterations})")
+    group = getattr(config.method, "group_size", None)
+    if group is not None and group != t8.group_size and spec.variant != "g1":
+        lines.append(f"{where}: G = {group} (paper G = {t8.group_size})")
+    batch = settings.batch_size(spec.task, spec.category)
+    if batch is None:
+        lines.append(
+            f"{where}: {config.batch_size} questions per iteration (paper value not in the text)"
+        )
+    elif config.batch_size != batch:
+        lines.append(f"{where}: {config.batch_size} questions per iteration (paper {batch})")
+    if config.validation_size is not None:
+        lines.append(
+            f"{where}: validation on {config.validation_size} questions (paper: the whole "
+            "validation split)"
+        )
+    if config.delta != t8.delta:
+        lines.append(f"{where}: delta = {config.delta} (paper {t8.delta})")
+    if config.probe is not None:
+        lines.append(f"{where}: probe credit on (the package's addition, not the paper's method)")
+    return lines
+
+
+def deviations(ctx: TableContext, runs: Sequence[RunSpec]) -> list[str]:
+    """The header lines: sizes and seeds, the mode, and each deviation from the paper."""
+    settings = ctx.settings
+    lines = [f"commit {ctx.commit}; seeds {', '.join(map(str, ctx.seeds))}"]
+    if ctx.smoke:
+        smoke = settings.smoke
+        lines.append(
+            f"SMOKE SIZE: {smoke.test_questions} test questions, {len(ctx.seeds)} seed(s), "
+            f"embedded model {smoke.engine_model} unless --config points the roles elsewhere; "
+            "the numbers check the pipeline, not the paper"
+        )
+    if len(ctx.seeds) != 3:
+        lines.append(f"{len(ctx.seeds)} seed(s) (paper: 3)")
+    lines.append(MODE_LINE)
+    for actor in ctx.actors:
+        for role, paper_key in ROLE_CAPS.items():
+            cap = actor.llm.role(role).max_tokens  # type: ignore[arg-type]
+            paper = settings.table8.caps[paper_key]
+            if cap != paper:
+                lines.append(f"actor {actor.label}: {role} cap {cap} tokens (paper {paper})")
+    seen_tests: set[tuple[str, str | None]] = set()
+    for spec in runs:
+        key = (spec.task, spec.category)
+        if spec.kind in ("eval", "baseline", "train") and key not in seen_tests:
+            seen_tests.add(key)
+            paper = _paper_test_size(settings, spec.task, spec.category)
+            available = _split_size(ctx, spec)
+            limit = ctx.test_limit()
+            tested = min(limit, available) if limit is not None and available else available
+            if paper is not None and tested is not None and tested != paper:
+                lines.append(
+                    f"{spec.task}{'/' + spec.category if spec.category else ''}: "
+                    f"{tested} test questions (paper {paper})"
+                )
+        if spec.kind == "train":
+            lines.extend(_train_lines(settings, spec, TrainConfig.model_validate(
+                spec.params["config"]
+            )))
+    return list(dict.fromkeys(lines))

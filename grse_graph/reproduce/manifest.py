@@ -1,0 +1,133 @@
+"""Run manifests: the runs a table needs, each with a stable id that names its folder.
+
+A run's id is made of its identity (task, category, method, variant, actor, seed, commit) and a
+digest of everything else that changes what it computes (`params`: sizes, the training config,
+the runs it reads), so a smoke run never answers for a full one and two tables asking for the
+same run share one folder. A folder holding `outcome.json` is finished and reused; any other
+existing folder is unfinished (or failed) and is resumed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from grse_graph.durable import atomic_write_text
+
+RunKind = Literal["eval", "baseline", "train", "typing"]
+RunState = Literal["new", "unfinished", "failed", "finished"]
+
+OUTCOME_FILE = "outcome.json"
+FAILURE_FILE = "failure.json"
+SPEC_FILE = "spec.json"
+RUNS_DIR = "runs"
+
+_SLUG = re.compile(r"[^a-z0-9.+]+")
+
+
+def slug(text: str) -> str:
+    """`text` as a lower-case folder-name part (`Qwen/Qwen2.5-7B` -> `qwen-qwen2.5-7b`)."""
+    return _SLUG.sub("-", text.lower()).strip("-") or "none"
+
+
+class RunSpec(BaseModel):
+    """One run a table needs. `needs` are the ids of runs whose outcome it reads (a transfer
+    evaluation reads a training run's libraries); `params` what the executor of `kind` reads."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: RunKind
+    task: str
+    category: str | None = None
+    method: str
+    variant: str = "default"
+    actor: str
+    seed: int | None = None
+    commit: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    needs: tuple[str, ...] = ()
+
+    def digest(self) -> str:
+        """8 hex digits over the whole spec (identity, params, needs)."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:8]
+
+    @property
+    def run_id(self) -> str:
+        """`task-category-method-variant-actor-seed-commit-digest`, stable across invocations."""
+        seed = "sNA" if self.seed is None else f"s{self.seed}"
+        parts = [
+            self.task,
+            self.category or "all",
+            self.method,
+            self.variant,
+            self.actor,
+            seed,
+            self.commit,
+        ]
+        return "-".join(slug(p) for p in parts) + f"-{self.digest()}"
+
+    def folder(self, root: Path) -> Path:
+        """The run's folder under the results root."""
+        return root / RUNS_DIR / self.run_id
+
+
+def run_state(spec: RunSpec, root: Path) -> RunState:
+    """What a run's folder says: finished (outcome.json), failed (failure.json of its last
+    attempt), unfinished (anything else there) or new."""
+    folder = spec.folder(root)
+    if (folder / OUTCOME_FILE).exists():
+        return "finished"
+    if (folder / FAILURE_FILE).exists():
+        return "failed"
+    if folder.exists() and any(folder.iterdir()):
+        return "unfinished"
+    return "new"
+
+
+def state_action(state: RunState) -> str:
+    """What running a table does with a run in `state`."""
+    return {
+        "new": "new: would run",
+        "unfinished": "unfinished: would resume",
+        "failed": "failed earlier: would resume",
+        "finished": "finished: reused",
+    }[state]
+
+
+class Manifest(BaseModel):
+    """The runs one table needs, written to `RESULTS/manifests/<table>.json`."""
+
+    table: str
+    runs: list[RunSpec]
+
+    def unique(self) -> list[RunSpec]:
+        """The runs without duplicates (two cells may need the same run), in first order."""
+        seen: dict[str, RunSpec] = {}
+        for spec in self.runs:
+            seen.setdefault(spec.run_id, spec)
+        return list(seen.values())
+
+    def write(self, root: Path) -> Path:
+        """Write the manifest (each run with its id and folder) and return its path."""
+        path = root / "manifests" / f"{self.table}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        document = {
+            "table": self.table,
+            "runs": [
+                {
+                    "id": spec.run_id,
+                    "folder": str(spec.folder(root)),
+                    "state": run_state(spec, root),
+                    **spec.model_dump(mode="json"),
+                }
+                for spec in self.unique()
+            ],
+        }
+        atomic_write_text(path, json.dumps(document, indent=2) + "\n")
+        return path

@@ -1,0 +1,185 @@
+"""The run specs every table builds its manifest from, so that two tables asking for the same
+run (T3 and T9 read T1's training runs, T6 reads T1's and T2's) ask for the same id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grse_graph.methods.registry import BUILTIN_METHODS
+from grse_graph.api.config import train_config
+from grse_graph.training.config import TrainConfig
+
+from .context import Actor, TableContext
+from .manifest import RunSpec
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "no-structure": {"structured": False},
+    "g1": {"group_size": 1},
+    "dapo": {"dapo_filter": True},
+    "labels": {"with_labels": True},
+}
+"""GRSE's variants (§5.5, Table 10) as method-section changes."""
+
+SAMPLED_BASELINES = ("cot-sc",)
+"""Baselines that sample (one run per seed); the others decode greedily (one run)."""
+
+
+def eval_spec(
+    ctx: TableContext,
+    actor: Actor,
+    task: str,
+    category: str | None = None,
+    *,
+    libraries_from: RunSpec | None = None,
+    planted: str | None = None,
+    method: str = "empty",
+) -> RunSpec:
+    """The team on the test split (greedy, so one run without a seed): empty libraries, or
+    those trained by `libraries_from` (then named after it: `transfer-<its method>`)."""
+    params: dict[str, Any] = {"split": "test", "limit": ctx.test_limit()}
+    needs: tuple[str, ...] = ()
+    seed = None
+    variant = "default"
+    if libraries_from is not None:
+        params["libraries_from"] = libraries_from.run_id
+        needs = (libraries_from.run_id,)
+        seed = libraries_from.seed
+        variant = f"from-{libraries_from.task}-{libraries_from.category or 'all'}"
+    if planted is not None:
+        params["planted"] = planted
+        method = "planted"
+    return RunSpec(
+        kind="eval",
+        task=task,
+        category=category,
+        method=method,
+        variant=variant,
+        actor=actor.label,
+        seed=seed,
+        commit=ctx.commit,
+        params=params,
+        needs=needs,
+    )
+
+
+def baseline_spec(
+    ctx: TableContext, actor: Actor, task: str, category: str | None, method: str, seed: int
+) -> RunSpec:
+    """A single-model baseline on the test split (a seed only where it samples)."""
+    return RunSpec(
+        kind="baseline",
+        task=task,
+        category=category,
+        method=method,
+        actor=actor.label,
+        seed=seed if method in SAMPLED_BASELINES else None,
+        commit=ctx.commit,
+        params={"split": "test", "limit": ctx.test_limit()},
+    )
+
+
+def _method_section(ctx: TableContext, method: str, variant: str) -> dict[str, Any]:
+    section: dict[str, Any] = {"name": method, **VARIANTS[variant]}
+    fields = BUILTIN_METHODS[method].settings_type.model_fields
+    if "group_size" in fields and "group_size" not in section:
+        section["group_size"] = (
+            ctx.settings.smoke.group_size if ctx.smoke else ctx.settings.table8.group_size
+        )
+    if ctx.smoke:
+        caps = ctx.settings.smoke.caps
+        if "critic_max_tokens" in fields:
+            section["critic_max_tokens"] = caps["critic"]
+        if "operators" in fields:
+            section["operators"] = {
+                "refine_max_tokens": caps["optimizer"],
+                "induce_max_tokens": caps["optimizer"],
+                "consolidate_max_tokens": caps["optimizer"],
+            }
+    return section
+
+
+def training_config(
+    ctx: TableContext,
+    actor: Actor,
+    task: str,
+    category: str | None,
+    method: str,
+    variant: str,
+    seed: int,
+    extra: dict[str, Any] | None = None,
+) -> TrainConfig:
+    """The run's `TrainConfig`: Table 8's values (or the smoke size) over the task's protocol
+    defaults, built the way `grse train` builds it."""
+    t8 = ctx.settings.table8
+    table: dict[str, Any] = {
+        "task": task,
+        "data": ctx.data.get(task),
+        "category": category,
+        "seed": seed,
+        "method": _method_section(ctx, method, variant),
+    }
+    if ctx.smoke:
+        smoke = ctx.settings.smoke
+        table.update(
+            iterations=smoke.iterations,
+            batch_size=smoke.train_batch,
+            validation_size=smoke.validation_questions,
+        )
+    else:
+        table.update(
+            iterations=t8.iterations,
+            delta=t8.delta,
+            validation_repeats=t8.validation_repeats
+            or ctx.settings.chosen("validation_repeats")
+            or 1,
+        )
+        batch = ctx.settings.batch_size(task, category)
+        if batch is not None:
+            table["batch_size"] = batch
+    table.update(extra or {})
+    return train_config(
+        task,
+        table,
+        None,
+        methods=BUILTIN_METHODS,
+        training_top_k=actor.llm.training_top_k,
+    )
+
+
+def train_spec(
+    ctx: TableContext,
+    actor: Actor,
+    task: str,
+    category: str | None,
+    method: str,
+    variant: str,
+    seed: int,
+    *,
+    start: RunSpec | None = None,
+    planted: str | None = None,
+    extra: dict[str, Any] | None = None,
+    config: TrainConfig | None = None,
+) -> RunSpec:
+    """Train and test: its starting libraries' test is the eval run `start` when given;
+    `config` replaces the Table 8 config (the repair study's own)."""
+    if config is None:
+        config = training_config(ctx, actor, task, category, method, variant, seed, extra)
+    params: dict[str, Any] = {
+        "config": config.model_dump(mode="json"),
+        "test_limit": ctx.test_limit(),
+        "start_test_from": start.run_id if start is not None else None,
+        "planted": planted,
+    }
+    return RunSpec(
+        kind="train",
+        task=task,
+        category=category,
+        method=method,
+        variant=variant if planted is None else f"{variant}-planted",
+        actor=actor.label,
+        seed=seed,
+        commit=ctx.commit,
+        params=params,
+        needs=(start.run_id,) if start is not None else (),
+    )

@@ -1,0 +1,178 @@
+"""A result table: cells of our numbers over seeds (mean ± SD) with the paper's number beside
+each, rendered as Markdown laid out like the paper and written with its JSON. A cell without a
+value is FAILED with the reason, never 0."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from grse_graph.durable import atomic_write_text
+
+from .outcome import RunFailure, RunOutcome
+from .paper import PaperValue
+
+Result = RunOutcome | RunFailure
+Metric = Callable[[RunOutcome], float | None]
+
+
+class Cell(BaseModel):
+    """One cell: our values (one per finished run), the failures of the runs that did not
+    give one, or a text value (a fate, a count), and the paper's value."""
+
+    values: list[float] = Field(default_factory=list)
+    failures: list[str] = Field(default_factory=list)
+    text: str | None = None
+    paper: PaperValue = None
+    digits: int = 1
+
+    @property
+    def failed(self) -> bool:
+        """No value at all: the cell shows FAILED."""
+        return self.text is None and not self.values
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.values) if self.values else None
+
+    @property
+    def sd(self) -> float | None:
+        """Sample standard deviation over runs (None below two runs)."""
+        return statistics.stdev(self.values) if len(self.values) > 1 else None
+
+    def ours(self) -> str:
+        """Our value as printed: `mean ± SD` over runs, a text, or FAILED with the reason."""
+        if self.text is not None:
+            return self.text
+        if not self.values:
+            reason = self.failures[0] if self.failures else "no run produced this cell"
+            return f"FAILED ({reason})"
+        shown = f"{self.mean:.{self.digits}f}"
+        if self.sd is not None:
+            shown += f" ± {self.sd:.{self.digits}f}"
+        runs = len(self.values) + len(self.failures)
+        if runs > 1 or self.failures:
+            shown += f" (n={len(self.values)}"
+            shown += f", {len(self.failures)} failed)" if self.failures else ")"
+        return shown
+
+    def paper_text(self) -> str:
+        """The paper's value, or n/a where it is not available to us."""
+        if self.paper is None:
+            return "n/a"
+        if isinstance(self.paper, float):
+            return f"{self.paper:.{self.digits}f}" if self.paper != int(self.paper) else (
+                f"{self.paper:g}"
+            )
+        return str(self.paper)
+
+
+def collect(
+    results: Sequence[Result], metric: Metric, *, paper: PaperValue = None, digits: int = 1
+) -> Cell:
+    """A cell over runs: each finished run's `metric` (None: the run did not measure it, a
+    failure), each failed run's error."""
+    cell = Cell(paper=paper, digits=digits)
+    if not results:
+        cell.failures.append("no run was planned for this cell")
+    for result in results:
+        if isinstance(result, RunFailure):
+            cell.failures.append(f"run {result.run_id}: {result.error}")
+            continue
+        value = metric(result)
+        if value is None:
+            cell.failures.append(f"run {result.run_id} did not measure this")
+        else:
+            cell.values.append(value)
+    return cell
+
+
+class Column(BaseModel):
+    """A column: its key (the paper data's column key), its label and whether the paper's
+    value is printed beside ours."""
+
+    key: str
+    label: str
+    paper: bool = True
+
+
+class Row(BaseModel):
+    label: str
+    cells: dict[str, Cell]
+
+
+class ResultTable(BaseModel):
+    """A reproduced table with everything its Markdown shows."""
+
+    table: str
+    title: str
+    header: list[str] = Field(default_factory=list)
+    """Lines printed above the table: sizes, mode, every deviation from the paper."""
+    columns: list[Column]
+    rows: list[Row]
+    paper_where: str
+    notes: list[str] = Field(default_factory=list)
+    figures: list[str] = Field(default_factory=list)
+
+    def failed_cells(self) -> list[tuple[str, str]]:
+        """(row, column) of every FAILED cell."""
+        return [
+            (row.label, key) for row in self.rows for key, cell in row.cells.items() if cell.failed
+        ]
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(table: ResultTable) -> str:
+    """The table as Markdown: header lines, then per column our value and the paper's."""
+    lines = [f"# {table.title}", ""]
+    lines += [f"- {_escape(line)}" for line in table.header]
+    lines += ["", f"Paper numbers: {_escape(table.paper_where)}", ""]
+    head = ["row"]
+    for column in table.columns:
+        head.append(f"{column.label} (ours)" if column.paper else column.label)
+        if column.paper:
+            head.append(f"{column.label} (paper)")
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("| " + " | ".join(["---"] + ["---:"] * (len(head) - 1)) + " |")
+    for row in table.rows:
+        cells = [_escape(row.label)]
+        for column in table.columns:
+            cell = row.cells.get(column.key)
+            if cell is None:
+                cell = Cell(failures=["no run produced this cell"])
+            cells.append(_escape(cell.ours()))
+            if column.paper:
+                cells.append(_escape(cell.paper_text()))
+        lines.append("| " + " | ".join(cells) + " |")
+    failed = table.failed_cells()
+    lines += ["", f"Cells marked FAILED: {len(failed)}."]
+    lines += [f"- {_escape(note)}" for note in table.notes]
+    lines += [f"![{Path(f).stem}]({Path(f).name})" for f in table.figures]
+    return "\n".join(lines) + "\n"
+
+
+def table_json(table: ResultTable) -> dict[str, object]:
+    """The JSON document of a table: every cell with its values, mean, SD and paper value."""
+    document = table.model_dump(mode="json")
+    for row, dumped in zip(table.rows, document["rows"], strict=True):
+        for key, cell in row.cells.items():
+            dumped["cells"][key].update(
+                {"mean": cell.mean, "sd": cell.sd, "failed": cell.failed, "ours": cell.ours()}
+            )
+    return document
+
+
+def write_table(table: ResultTable, out: Path) -> tuple[Path, Path]:
+    """`out/<table>.md` and `out/<table>.json`."""
+    out.mkdir(parents=True, exist_ok=True)
+    md, js = out / f"{table.table}.md", out / f"{table.table}.json"
+    atomic_write_text(md, render_markdown(table))
+    atomic_write_text(js, json.dumps(table_json(table), indent=2) + "\n")
+    return md, js
