@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from grse_graph.methods.operators.base import OperatorContext, OperatorOutput, skip_record
+from grse_graph.methods.operators.base import OperatorContext, OperatorOutput
 from grse_graph.methods.operators.consolidate import consolidate
-from grse_graph.methods.operators.induce import InduceEvidence, induce_one
-from grse_graph.methods.operators.prune import remove_candidates
-from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord
+from grse_graph.methods.operators.driver import LibraryOutput, each_library, each_library_async
+from grse_graph.methods.operators.induce import InduceEvidence, induce_in_turn
+from grse_graph.methods.operators.prune import direction_evidence, remove_candidates
+from grse_graph.methods.operators.schema import OperatorEvidence
 from grse_graph.methods.plan import AgentEvidence, AggregationResult
 from grse_graph.skills import SkillLibrary
 
@@ -38,18 +39,7 @@ def prune_marks(
         direction = aggregation.direction(library.agent, skill.name)
         if direction is not None:
             if direction.verdict == "low_utility" or direction.utility <= threshold:
-                marks.append(
-                    (
-                        skill.name,
-                        OperatorEvidence(
-                            verdict=direction.verdict,
-                            utility=direction.utility,
-                            n_credits=direction.n_credits,
-                            question_ids=list(direction.question_ids),
-                            summary=direction.summary,
-                        ),
-                    )
-                )
+                marks.append((skill.name, direction_evidence(direction)))
             continue
         utility = skill.utility if skill.utility is not None else 0.0
         if skill.invocations == 0 and utility <= threshold:
@@ -73,13 +63,12 @@ async def prune(
     libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult, ctx: OperatorContext
 ) -> OperatorOutput:
     """Remove every marked skill; a library whose skills are all marked keeps the last one."""
-    out = dict(libraries)
-    records: list[OperatorRecord] = []
-    for agent, library in libraries.items():
+
+    def step(library: SkillLibrary) -> LibraryOutput:
         marks = prune_marks(library, aggregation, ctx.settings.prune_utility_threshold)
-        out[agent], new = remove_candidates(library, marks, ctx)
-        records.extend(new)
-    return out, records
+        return remove_candidates(library, marks, ctx)
+
+    return each_library(libraries, step)
 
 
 async def consolidate_with_stats(
@@ -146,29 +135,16 @@ class Induce:
         aggregation: AggregationResult,
         ctx: OperatorContext,
     ) -> OperatorOutput:
-        out = dict(libraries)
-        records: list[OperatorRecord] = []
         if ctx.settings.max_new_skills_per_agent < 1:
-            return out, records
-        for evidence in aggregation.agent_evidence:
-            library = out.get(evidence.agent)
-            candidate = induce_evidence(evidence, self.max_hard_cases)
-            if library is None or candidate is None:
-                continue
-            limit = ctx.limit_of(library)
-            if limit is not None and len(library) >= limit:
-                records.append(
-                    skip_record(
-                        "induce",
-                        ctx,
-                        library,
-                        skills=[],
-                        reason=f"induce for '{candidate.problem}'",
-                        evidence=candidate.evidence,
-                        skipped_reason=f"library is at its limit of {limit} skills",
-                    )
-                )
-                continue
-            out[evidence.agent], record = await induce_one(library, candidate, ctx)
-            records.append(record)
-        return out, records
+            return dict(libraries), []
+
+        async def step(library: SkillLibrary) -> LibraryOutput:
+            candidates = [
+                candidate
+                for evidence in aggregation.agent_evidence
+                if evidence.agent == library.agent
+                and (candidate := induce_evidence(evidence, self.max_hard_cases)) is not None
+            ]
+            return await induce_in_turn(library, candidates, ctx)
+
+        return await each_library_async(libraries, step)

@@ -25,6 +25,7 @@ from grse_graph.methods.operators.base import (
     make_record,
     skip_record,
 )
+from grse_graph.methods.operators.driver import LibraryOutput, apply_in_turn, each_library_async
 from grse_graph.methods.operators.memorisation import MemorisationFinding
 from grse_graph.methods.operators.schedule import OperatorSchedule
 from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord, SkillDraft
@@ -247,14 +248,14 @@ async def consolidate(
     libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult, ctx: OperatorContext
 ) -> OperatorOutput:
     """Merge every redundant group of every agent (one optimizer call per group)."""
-    out = dict(libraries)
-    records: list[OperatorRecord] = []
-    for agent, library in libraries.items():
-        current = library
-        for group in redundant_groups(library, aggregation):
-            if not all(current.has(n) for n in group):
-                continue
-            current, record = await consolidate_group(current, group, aggregation, ctx)
-            records.append(record)
-        out[agent] = current
-    return out, records
+
+    async def step(library: SkillLibrary) -> LibraryOutput:
+        return await apply_in_turn(
+            library,
+            redundant_groups(library, aggregation),
+            lambda current, group: consolidate_group(current, group, aggregation, ctx),
+            # A group that shares a member with one merged before it is gone as a group.
+            applicable=lambda current, group: all(current.has(n) for n in group),
+        )
+
+    return await each_library_async(libraries, step)

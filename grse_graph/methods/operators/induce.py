@@ -35,6 +35,7 @@ from grse_graph.methods.operators.base import (
     make_record,
     skip_record,
 )
+from grse_graph.methods.operators.driver import LibraryOutput, each_library_async
 from grse_graph.methods.operators.memorisation import MemorisationFinding
 from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord, SkillDraft
 from grse_graph.methods.operators.text import (
@@ -228,32 +229,43 @@ async def induce_one(
     )
 
 
+async def induce_in_turn(
+    library: SkillLibrary, candidates: Sequence[InduceEvidence], ctx: OperatorContext
+) -> LibraryOutput:
+    """One induce attempt per candidate in turn, until the library reaches its limit (that
+    candidate is recorded as skipped, the rest are not tried)."""
+    current = library
+    records: list[OperatorRecord] = []
+    for candidate in candidates:
+        limit = ctx.limit_of(current)
+        if limit is not None and len(current) >= limit:
+            records.append(
+                skip_record(
+                    "induce",
+                    ctx,
+                    current,
+                    skills=[],
+                    reason=f"induce for '{candidate.problem}'",
+                    evidence=candidate.evidence,
+                    skipped_reason=f"library is at its limit of {limit} skills",
+                )
+            )
+            break
+        current, record = await induce_one(current, candidate, ctx)
+        records.append(record)
+    return current, records
+
+
 async def induce(
     libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult, ctx: OperatorContext
 ) -> OperatorOutput:
     """For each agent, up to `max_new_skills_per_agent` induce attempts (best evidence first)
     while the library is under its limit L."""
-    out = dict(libraries)
-    records: list[OperatorRecord] = []
-    for agent, library in libraries.items():
-        current = library
+
+    async def step(library: SkillLibrary) -> LibraryOutput:
         candidates = induce_candidates(library, aggregation, ctx)
-        for candidate in candidates[: ctx.settings.max_new_skills_per_agent]:
-            limit = ctx.limit_of(current)
-            if limit is not None and len(current) >= limit:
-                records.append(
-                    skip_record(
-                        "induce",
-                        ctx,
-                        current,
-                        skills=[],
-                        reason=f"induce for '{candidate.problem}'",
-                        evidence=candidate.evidence,
-                        skipped_reason=f"library is at its limit of {limit} skills",
-                    )
-                )
-                break
-            current, record = await induce_one(current, candidate, ctx)
-            records.append(record)
-        out[agent] = current
-    return out, records
+        return await induce_in_turn(
+            library, candidates[: ctx.settings.max_new_skills_per_agent], ctx
+        )
+
+    return await each_library_async(libraries, step)

@@ -16,9 +16,21 @@ from grse_graph.methods.operators.base import (
     make_record,
     skip_record,
 )
+from grse_graph.methods.operators.driver import LibraryOutput, each_library
 from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord
-from grse_graph.methods.plan import AggregationResult
+from grse_graph.methods.plan import AggregationResult, EditDirection
 from grse_graph.skills import SkillLibrary
+
+
+def direction_evidence(direction: EditDirection) -> OperatorEvidence:
+    """The evidence a prune names when this iteration's direction marks the skill."""
+    return OperatorEvidence(
+        verdict=direction.verdict,
+        utility=direction.utility,
+        n_credits=direction.n_credits,
+        question_ids=list(direction.question_ids),
+        summary=direction.summary,
+    )
 
 
 def prune_candidates(
@@ -31,14 +43,7 @@ def prune_candidates(
         if direction is not None:
             if direction.verdict != "low_utility":
                 continue
-            evidence = OperatorEvidence(
-                verdict=direction.verdict,
-                utility=direction.utility,
-                n_credits=direction.n_credits,
-                question_ids=list(direction.question_ids),
-                summary=direction.summary,
-            )
-            found.append((direction.utility, skill.name, evidence))
+            found.append((direction.utility, skill.name, direction_evidence(direction)))
         elif skill.utility is not None and skill.utility <= threshold:
             evidence = OperatorEvidence(
                 verdict="low_utility",
@@ -97,10 +102,9 @@ def prune(
     libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult, ctx: OperatorContext
 ) -> OperatorOutput:
     """Remove every prune candidate of every agent, keeping at least one skill per library."""
-    out = dict(libraries)
-    records: list[OperatorRecord] = []
-    for agent, library in libraries.items():
-        candidates = prune_candidates(library, aggregation, ctx.settings.prune_utility_threshold)
-        out[agent], removed = remove_candidates(library, candidates, ctx)
-        records.extend(removed)
-    return out, records
+
+    def step(library: SkillLibrary) -> LibraryOutput:
+        threshold = ctx.settings.prune_utility_threshold
+        return remove_candidates(library, prune_candidates(library, aggregation, threshold), ctx)
+
+    return each_library(libraries, step)

@@ -24,6 +24,7 @@ from grse_graph.methods.operators.base import (
     make_record,
     skip_record,
 )
+from grse_graph.methods.operators.driver import LibraryOutput, apply_in_turn, each_library_async
 from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord, RefineEdits
 from grse_graph.methods.operators.text import diagnosis_example_lines, provenance_line
 from grse_graph.methods.plan import AggregationResult, EditDirection, InductionPattern
@@ -179,12 +180,12 @@ async def refine(
     libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult, ctx: OperatorContext
 ) -> OperatorOutput:
     """Refine every targeted skill of every agent (agents and skills in library order)."""
-    out = dict(libraries)
-    records: list[OperatorRecord] = []
-    for agent, library in libraries.items():
-        current = library
-        for name in refine_targets(library, aggregation):
-            current, record = await refine_skill(current, name, aggregation, ctx)
-            records.append(record)
-        out[agent] = current
-    return out, records
+
+    async def step(library: SkillLibrary) -> LibraryOutput:
+        return await apply_in_turn(
+            library,
+            refine_targets(library, aggregation),
+            lambda current, name: refine_skill(current, name, aggregation, ctx),
+        )
+
+    return await each_library_async(libraries, step)
