@@ -71,7 +71,7 @@ class TableContext:
     """Everything a table definition reads to plan and build its table."""
 
     settings: PaperSettings
-    paper: PaperTable
+    papers: dict[str, PaperTable]
     actors: list[Actor]
     seeds: list[int]
     smoke: bool
@@ -81,6 +81,15 @@ class TableContext:
     root: Path
     planted: Path | None = None
     console: Console = field(default_factory=Console)
+
+    @property
+    def paper(self) -> PaperTable:
+        """The paper's numbers of the (first) table being built."""
+        return next(iter(self.papers.values()))
+
+    def paper_of(self, table: str) -> PaperTable:
+        """The paper's numbers of one of the tables being built."""
+        return self.papers[table]
 
     def test_limit(self) -> int | None:
         """Test questions per evaluation: the smoke size, `--limit`, or the whole split."""

@@ -101,10 +101,9 @@ def context_from(table: TableDef, args: argparse.Namespace, console: Console) ->
         given = getattr(args, f"data_{task}")
         path = Path(given) if given else _shared_data() / folder / name
         data[task] = str(path.resolve())
-    paper_name = "table4" if table.name == "table4_5" else table.name
     return TableContext(
         settings=settings,
-        paper=load_paper(paper_name, args.paper_dir),
+        papers={name: load_paper(name, args.paper_dir) for name in table.papers},
         actors=load_actors(list(args.config), smoke),
         seeds=list(range(seeds)),
         smoke=args.smoke,

@@ -17,6 +17,8 @@ from .outcome import RunFailure, RunOutcome
 from .paper import PaperValue
 
 Result = RunOutcome | RunFailure
+FAILURE_CHARS = 90
+"""A FAILED cell's reason is cut to this; the full errors are listed under the table."""
 Metric = Callable[[RunOutcome], float | None]
 
 
@@ -50,7 +52,8 @@ class Cell(BaseModel):
             return self.text
         if not self.values:
             reason = self.failures[0] if self.failures else "no run produced this cell"
-            return f"FAILED ({reason})"
+            short = reason if len(reason) <= FAILURE_CHARS else reason[: FAILURE_CHARS - 3] + "..."
+            return f"FAILED ({short})"
         shown = f"{self.mean:.{self.digits}f}"
         if self.sd is not None:
             shown += f" ± {self.sd:.{self.digits}f}"
@@ -153,6 +156,10 @@ def render_markdown(table: ResultTable) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     failed = table.failed_cells()
     lines += ["", f"Cells marked FAILED: {len(failed)}."]
+    reasons = dict.fromkeys(
+        reason for row in table.rows for cell in row.cells.values() for reason in cell.failures
+    )
+    lines += [f"- failure: {_escape(reason)}" for reason in reasons]
     lines += [f"- {_escape(note)}" for note in table.notes]
     lines += [f"![{Path(f).stem}]({Path(f).name})" for f in table.figures]
     return "\n".join(lines) + "\n"

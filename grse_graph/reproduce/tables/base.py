@@ -27,6 +27,8 @@ class TableDef:
     reproduces: str
     cost: str
     tasks: tuple[str, ...]
+    papers: tuple[str, ...]
+    """The `evals/paper/<name>.json` files it prints beside its numbers."""
     plan: Callable[[TableContext], list[RunSpec]]
     build: Callable[[TableContext, Mapping[str, Result]], list[ResultTable]]
 

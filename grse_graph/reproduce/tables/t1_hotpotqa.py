@@ -108,6 +108,7 @@ TABLE1 = TableDef(
         "the test split; --dry-run prints the estimated calls and tokens per role"
     ),
     tasks=(TASK,),
+    papers=("table1",),
     plan=plan,
     build=build,
 )

@@ -139,7 +139,7 @@ def _table4(ctx: TableContext, results: Mapping[str, Result]) -> ResultTable:
     for actor in ctx.actors:
         for label in METHODS:
             outcomes = results_of(method_runs(ctx, actor, label), results)
-            p = ctx.paper.value
+            p = ctx.paper_of("table4").value
 
             def cell(key: str, metric: Any, digits: int = 1, _label: str = label) -> Cell:
                 return collect(outcomes, metric, paper=p(_label, key), digits=digits)
@@ -153,10 +153,10 @@ def _table4(ctx: TableContext, results: Mapping[str, Result]) -> ResultTable:
                         "difference": cell("difference", _comparison_metric("difference")),
                         "abstention": cell("abstention", _abstention),
                         "harmful_removed": cell(
-                            "harmful_removed", _count("harmful", ("pruned", "merged")), 1
+                            "harmful_removed", _count("harmful", ("pruned", "merged")), 0
                         ),
                         "helpful_kept": cell(
-                            "helpful_kept", _count("helpful", ("kept", "refined")), 1
+                            "helpful_kept", _count("helpful", ("kept", "refined")), 0
                         ),
                     },
                 )
@@ -167,7 +167,7 @@ def _table4(ctx: TableContext, results: Mapping[str, Result]) -> ResultTable:
         header=deviations(ctx, plan(ctx)),
         columns=columns,
         rows=rows,
-        paper_where=ctx.paper.where,
+        paper_where=ctx.paper_of("table4").where,
         notes=[
             f"planted library: {planted_library(ctx).source} (task {planted_library(ctx).task})",
             "score = mean test reward x 100; difference = trained - planted (paired)",
@@ -242,7 +242,7 @@ def _table5(ctx: TableContext, results: Mapping[str, Result]) -> ResultTable:
     summary: dict[str, Cell] = {}
     for key, outcomes in by_method.items():
         label = key.split(" [")[0]
-        paper = ctx.paper.values.get(label)
+        paper = ctx.paper_of("table5").values.get(label)
         paper_text = (
             f"{paper.get('right_signs')}, separation {paper.get('separation')}" if paper else None
         )
@@ -256,7 +256,7 @@ def _table5(ctx: TableContext, results: Mapping[str, Result]) -> ResultTable:
         "paper (right signs, separation): "
         + "; ".join(
             f"{label}: {v.get('right_signs')}, {v.get('separation')}"
-            for label, v in ctx.paper.values.items()
+            for label, v in ctx.paper_of("table5").values.items()
             if "right_signs" in v
         ),
     ]
@@ -266,7 +266,7 @@ def _table5(ctx: TableContext, results: Mapping[str, Result]) -> ResultTable:
         header=deviations(ctx, plan(ctx)),
         columns=columns,
         rows=rows,
-        paper_where=ctx.paper.where,
+        paper_where=ctx.paper_of("table5").where,
         notes=notes,
         figures=[str(figure)] if figure is not None else [],
     )
@@ -318,6 +318,7 @@ TABLE45 = TableDef(
         "tested once); on the embedded 0.5B engine about 20-30 minutes per method"
     ),
     tasks=("demo",),
+    papers=("table4", "table5"),
     plan=plan,
     build=build,
 )
