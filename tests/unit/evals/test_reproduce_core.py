@@ -1,0 +1,261 @@
+"""The reproduction layer without models: settings and paper data, run ids, run states, the
+scheduler's reuse / failure / dependency handling, cost estimates and table rendering."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from grse_graph.errors import ConfigError
+from grse_graph.reproduce.cost import estimate, total
+from grse_graph.reproduce.executors import RunContext
+from grse_graph.reproduce.manifest import Manifest, RunSpec, run_state
+from grse_graph.reproduce.outcome import RunFailure, RunOutcome, read_failure
+from grse_graph.reproduce.paper import load_paper
+from grse_graph.reproduce.scheduler import execute_runs
+from grse_graph.reproduce.settings import load_settings
+from grse_graph.reproduce.table import Cell, Column, ResultTable, Row, collect, render_markdown
+from grse_graph.reproduce.registry import TABLES
+
+PAPER_TABLES = ("table1", "table2", "table3", "table4", "table5", "table6", "table9", "table10",
+                "table11")
+
+
+def spec(**changes: object) -> RunSpec:
+    values: dict[str, object] = {
+        "kind": "eval",
+        "task": "demo",
+        "method": "empty",
+        "actor": "Qwen/Qwen2.5-7B-Instruct",
+        "seed": 0,
+        "commit": "abc1234",
+        "params": {"split": "test", "limit": 2},
+    }
+    values.update(changes)
+    return RunSpec.model_validate(values)
+
+
+# -- settings and paper numbers -------------------------------------------------------------
+
+
+def test_settings_hold_table7_validation_sizes_and_table8() -> None:
+    settings = load_settings()
+    assert settings.table7.locomo.validation == {
+        "multi-hop": 68,
+        "temporal": 60,
+        "open-domain": 21,
+        "single-hop": 159,
+    }
+    t8 = settings.table8
+    assert (t8.iterations, t8.group_size, t8.delta) == (5, 4, 0.02)
+    assert t8.caps["actor"] == 4096 and t8.caps["critic"] == 4000
+    assert t8.schedule["locomo"].prune_every == 3 and t8.schedule["hotpotqa"].prune_every == 2
+    # Not in the paper's text: stored as missing, never invented.
+    assert t8.batch_size["hotpotqa"] is None and settings.batch_size("locomo", "temporal") == 24
+    assert settings.batch_size("locomo", None) == 32
+
+
+def test_every_paper_table_file_loads_and_missing_numbers_stay_missing() -> None:
+    for name in PAPER_TABLES:
+        paper = load_paper(name)
+        assert paper.table == name
+    assert load_paper("table1").value("GRSE", "f1") is None
+    assert load_paper("table5").value("GRSE", "separation") == 0.31
+
+
+def test_a_missing_paper_file_is_one_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="table1.json"):
+        load_paper("table1", tmp_path)
+    with pytest.raises(ConfigError, match="settings.json"):
+        load_settings(tmp_path)
+
+
+# -- run ids and states ------------------------------------------------------------------
+
+
+def test_run_id_is_stable_and_names_its_identity() -> None:
+    a, b = spec(), spec()
+    assert a.run_id == b.run_id
+    assert a.run_id.startswith("demo-all-empty-default-qwen-qwen2.5-7b-instruct-s0-abc1234-")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"seed": 1},
+        {"commit": "def5678"},
+        {"category": "temporal"},
+        {"variant": "g1"},
+        {"actor": "other"},
+        {"method": "io", "kind": "baseline"},
+        {"params": {"split": "test", "limit": 3}},
+    ],
+)
+def test_any_identity_or_setting_change_gives_another_id(change: dict[str, object]) -> None:
+    assert spec(**change).run_id != spec().run_id
+
+
+def test_run_state_follows_the_folder(tmp_path: Path) -> None:
+    s = spec()
+    assert run_state(s, tmp_path) == "new"
+    folder = s.folder(tmp_path)
+    (folder / "eval").mkdir(parents=True)
+    (folder / "eval" / "predictions.jsonl").write_text("{}\n")
+    assert run_state(s, tmp_path) == "unfinished"
+    (folder / "failure.json").write_text(RunFailure(run_id=s.run_id, error="x").model_dump_json())
+    assert run_state(s, tmp_path) == "failed"
+    (folder / "outcome.json").write_text(
+        RunOutcome(run_id=s.run_id, kind="eval", wall_s=1.0).model_dump_json()
+    )
+    assert run_state(s, tmp_path) == "finished"
+
+
+def test_manifest_lists_each_run_once_with_its_folder(tmp_path: Path) -> None:
+    s = spec()
+    path = Manifest(table="t", runs=[s, s, spec(seed=1)]).write(tmp_path)
+    text = path.read_text()
+    assert text.count('"id"') == 2 and str(s.folder(tmp_path)) in text
+
+
+# -- the scheduler -----------------------------------------------------------------------
+
+
+class Recorder:
+    """An executor that records what it made; `fail` run ids raise."""
+
+    def __init__(self, fail: set[str] | None = None) -> None:
+        self.made: list[str] = []
+        self.fail = fail or set()
+
+    def __call__(
+        self, spec: RunSpec, folder: Path, ctx: RunContext, needed: Mapping[str, RunOutcome]
+    ) -> RunOutcome:
+        self.made.append(spec.run_id)
+        assert set(needed) == set(spec.needs)
+        if spec.run_id in self.fail:
+            raise RuntimeError("endpoint down\nsecond line")
+        return RunOutcome(run_id=spec.run_id, kind=spec.kind, wall_s=0.5)
+
+
+def _contexts() -> dict[str, RunContext]:
+    from rich.console import Console
+
+    from grse_graph.llm import load_config
+
+    return {"Qwen/Qwen2.5-7B-Instruct": RunContext(load_config(env={}), {}, Console())}
+
+
+def test_finished_runs_are_reused_and_dependencies_run_first(tmp_path: Path) -> None:
+    first = spec()
+    second = spec(kind="train", method="grse", params={"config": {}}, needs=(first.run_id,))
+    recorder = Recorder()
+    executors = {"eval": recorder, "train": recorder}
+    results = execute_runs(
+        [second, first], tmp_path, _contexts(), jobs=2, say=lambda _: None, executors=executors
+    )
+    assert recorder.made == [first.run_id, second.run_id]
+    assert all(isinstance(r, RunOutcome) for r in results.values())
+    again = Recorder()
+    execute_runs(
+        [first, second],
+        tmp_path,
+        _contexts(),
+        say=lambda _: None,
+        executors={"eval": again, "train": again},
+    )
+    assert again.made == []  # both finished: read back, not made again
+
+
+def test_a_failed_run_is_recorded_and_fails_the_runs_that_need_it(tmp_path: Path) -> None:
+    first = spec()
+    second = spec(kind="train", method="grse", params={"config": {}}, needs=(first.run_id,))
+    recorder = Recorder(fail={first.run_id})
+    results = execute_runs(
+        [first, second],
+        tmp_path,
+        _contexts(),
+        say=lambda _: None,
+        executors={"eval": recorder, "train": recorder},
+    )
+    failure = results[first.run_id]
+    assert isinstance(failure, RunFailure) and failure.error == "RuntimeError: endpoint down"
+    assert read_failure(first.folder(tmp_path)).error == failure.error
+    dependent = results[second.run_id]
+    assert isinstance(dependent, RunFailure) and first.run_id in dependent.error
+    assert recorder.made == [first.run_id]
+    # The next invocation resumes the failed run; a success replaces its failure.json.
+    retry = Recorder()
+    execute_runs(
+        [first, second], tmp_path, _contexts(), say=lambda _: None,
+        executors={"eval": retry, "train": retry},
+    )
+    assert retry.made == [first.run_id, second.run_id]
+    assert run_state(first, tmp_path) == "finished"
+    assert not (first.folder(tmp_path) / "failure.json").exists()
+
+
+# -- cost estimates ----------------------------------------------------------------------
+
+
+def test_estimates_scale_with_questions_and_sum_per_role() -> None:
+    model = load_settings().cost
+    small = estimate(spec(), model, test_questions=24)
+    large = estimate(spec(params={"split": "test", "limit": 4}), model, test_questions=24)
+    assert small["actor"].calls * 2 == large["actor"].calls
+    assert small["critic"].calls == 0
+    cot_sc = estimate(spec(kind="baseline", method="cot-sc"), model, test_questions=24)
+    assert cot_sc["actor"].calls == 2 * 5
+    summed = total([small, cot_sc])
+    assert summed["actor"].calls == small["actor"].calls + cot_sc["actor"].calls
+
+
+# -- cells and tables --------------------------------------------------------------------
+
+
+def test_a_cell_shows_mean_and_sample_sd_over_seeds() -> None:
+    cell = Cell(values=[40.0, 44.0, 48.0], paper=45.2)
+    assert cell.ours() == "44.0 ± 4.0 (n=3)"
+    assert cell.paper_text() == "45.2"
+
+
+def test_a_cell_without_values_is_failed_never_zero() -> None:
+    outcome = RunOutcome(run_id="r1", kind="eval", wall_s=1.0)  # no evaluation at all
+    cell = collect([outcome, RunFailure(run_id="r2", error="boom")], lambda o: None)
+    assert cell.failed and cell.ours().startswith("FAILED (run r1 did not measure this")
+    assert "0.0" not in cell.ours()
+    partial = collect(
+        [RunOutcome(run_id="r1", kind="eval", wall_s=1.0), RunFailure(run_id="r2", error="boom")],
+        lambda o: 50.0,
+    )
+    assert partial.ours() == "50.0 (n=1, 1 failed)"
+    assert collect([], lambda o: 1.0).failed
+
+
+def test_markdown_puts_the_paper_beside_ours_and_counts_failed_cells() -> None:
+    table = ResultTable(
+        table="tableX",
+        title="Table X",
+        header=["SMOKE SIZE: 2 test questions"],
+        columns=[Column(key="f1", label="F1")],
+        rows=[
+            Row(label="GRSE", cells={"f1": Cell(values=[50.0, 52.0], paper=55.0)}),
+            Row(label="IO", cells={"f1": Cell(failures=["run r: endpoint down"])}),
+        ],
+        paper_where="test data",
+    )
+    text = render_markdown(table)
+    assert "| row | F1 (ours) | F1 (paper) |" in text
+    assert "| GRSE | 51.0 ± 1.4 (n=2) | 55 |" in text
+    assert "| IO | FAILED (run r: endpoint down) | n/a |" in text
+    assert "Cells marked FAILED: 1." in text and "- SMOKE SIZE: 2 test questions" in text
+    assert table.failed_cells() == [("IO", "f1")]
+
+
+def test_every_table_has_a_script_in_evals() -> None:
+    evals = Path(__file__).resolve().parents[3] / "evals"
+    for table in TABLES.values():
+        script = evals / table.script
+        assert script.exists(), script
+        assert f'main("{table.name}")' in script.read_text()

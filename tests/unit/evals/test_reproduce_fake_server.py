@@ -1,0 +1,89 @@
+"""Tables 4 + 5 end to end at the smoke size against the fake OpenAI-compatible server (no
+engine): the dry run, the written tables, reuse of finished runs, resume of an unfinished one,
+and failed cells when the endpoint is down."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grse_graph.reproduce.manifest import OUTCOME_FILE
+from grse_graph.reproduce.script import main
+from tests.fakeserver import FakeOpenAIServer
+
+ARGS = ["--smoke", "--commit", "test123"]
+
+
+def _env(monkeypatch: pytest.MonkeyPatch, server: FakeOpenAIServer) -> None:
+    monkeypatch.setenv("LANGSMITH_TRACING", "false")
+    for name, value in server.env(timeout_s=5.0, max_retries=0).items():
+        monkeypatch.setenv(name, value)
+
+
+def test_dry_run_lists_the_runs_with_costs_and_starts_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeOpenAIServer() as server:
+        _env(monkeypatch, server)
+        assert main("table4_5", [*ARGS, "--dry-run", "--out", str(tmp_path)]) == 0
+        assert sum(server.counts().values()) == 0
+    out = capsys.readouterr().out
+    assert "SMOKE SIZE" in out and "demo grse: G = 2 (paper G = 4)" in out
+    lines = [line for line in out.splitlines() if line.startswith("demo-all-")]
+    assert len(lines) == 4  # the planted library's test and three methods
+    assert all("new: would run" in line for line in lines)
+    assert "[train]" in out and "est. actor" in out and "critic" in out
+    assert "estimated optimizer:" in out
+    assert not (tmp_path / "runs").exists()
+
+
+def test_smoke_tables_are_written_then_reused_and_resumed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeOpenAIServer() as server:
+        _env(monkeypatch, server)
+        assert main("table4_5", [*ARGS, "--out", str(tmp_path)]) == 0
+        first = sum(server.counts().values())
+        table4 = (tmp_path / "table4.md").read_text()
+        table5 = (tmp_path / "table5.md").read_text()
+        document = json.loads((tmp_path / "table5.json").read_text())
+        assert "Cells marked FAILED: 0." in table4 and "Cells marked FAILED: 0." in table5
+        assert "| GRSE [fake] |" in table4 and "6.3" in table4  # the paper's number beside ours
+        assert "GRSE: 5/5, 0.31" in table5
+        assert (tmp_path / "table5-utilities.png").stat().st_size > 0
+        assert document["rows"][0]["cells"]
+        runs = sorted((tmp_path / "runs").iterdir())
+        assert len(runs) == 4 and all((r / OUTCOME_FILE).exists() for r in runs)
+
+        server.reset()
+        assert main("table4_5", [*ARGS, "--out", str(tmp_path)]) == 0
+        assert sum(server.counts().values()) == 0  # every run finished: reused
+        assert "reused" in capsys.readouterr().out
+
+        # An unfinished training run (no outcome.json yet) resumes from its checkpoints:
+        # nothing is trained again, only the outcome is written.
+        train = next(r for r in runs if "-grse-default-" in r.name)
+        (train / OUTCOME_FILE).unlink()
+        server.reset()
+        assert main("table4_5", [*ARGS, "--out", str(tmp_path)]) == 0
+        assert (train / OUTCOME_FILE).exists()
+        assert server.counts().get("critic", 0) == 0 and server.counts().get("optimizer", 0) == 0
+        assert first > 0
+
+
+def test_a_dead_endpoint_marks_cells_failed_never_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeOpenAIServer() as server:
+        _env(monkeypatch, server)
+    # The server is stopped: every call fails to connect.
+    assert main("table4_5", [*ARGS, "--out", str(tmp_path)]) == 0
+    table4 = (tmp_path / "table4.md").read_text()
+    rows = [line for line in table4.splitlines() if line.startswith("| GRSE [fake] |")]
+    assert rows and "FAILED" in rows[0] and "| 0.0 |" not in rows[0]
+    document = json.loads((tmp_path / "table4.json").read_text())
+    cells = [c for row in document["rows"] for c in row["cells"].values()]
+    assert cells and all(c["failed"] and c["mean"] is None for c in cells)
+    assert any((r / "failure.json").exists() for r in (tmp_path / "runs").iterdir())
