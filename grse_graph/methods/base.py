@@ -1,19 +1,35 @@
-"""The credit-method seam: what the training graph asks a method at its credit stages.
+"""The credit-method seam: what the training graph asks a method, round by round.
 
-The loop is the same for every method: sample a batch -> rollouts -> credit units -> one credit
-call per unit -> a plan from all credit records -> utility bookkeeping -> operators -> gate ->
-commit. A `CreditMethod` decides the method-specific parts:
+The loop is the same for every method (one engine; each method's behaviour comes in through
+these hooks, as GEPA's engine takes its strategies as objects): choose the round's questions
+-> rollouts (each unit's team chosen by the method) -> credit units -> one credit call per unit
+-> the round update -> candidates (the update's own libraries or the shared operators) ->
+validation -> commit by the method's policy. A `CreditMethod` decides:
 
+- `initial_state(inputs)`: its state before round 1 (None for stateless methods);
+- `round_questions(request)`: which training questions a round uses (default: a new seeded
+  sample of `batch_size` every round);
+- `rounds(iterations)`: how many rounds run (default: the configured iterations);
+- `team_for(request)`: which team runs one unit, given the method's state (default: the
+  task's team with the unit's libraries);
 - `rollouts_per_question()`: G (GRSE: the group size; MASkills: 1);
 - `credit_units(iteration, groups)`: which units a batch yields (GRSE: one per kept group;
   MASkills: one per trajectory) and the records of groups it skips without a call;
 - `credit(unit, inputs)`: the credit call for one unit, returning its `CreditRecord`;
 - `failed_record(unit, inputs, error)`: the record of a unit whose credit call failed;
+- `update(inputs)`: the round update (default: `plan(records, libraries, inputs)` and no
+  state, the shared operators then propose candidates);
 - `plan(records, libraries, inputs)`: the iteration's `AggregationResult`;
+- `commit_policy(iteration, iterations)`: the per-agent validation gate (default), or accept;
+- `committed_state(state, base_score)`: the state as committed, given the validation score
+  of the round's base libraries;
 - `utility_rule()`: how the plan updates recorded utilities (GRSE replaces, MASkills averages);
 - `evolution()`: the operators, their order and settings;
-- `next_state(...)`: state carried to the next iteration (None for stateless methods);
-- `report_lines(records)` / `summary()`: the method's section of report.md and its header line.
+- `report_lines(records, states)` / `summary()`: the method's section of report.md (it sees
+  the method's states, one per round) and its header line.
+
+Method state goes only through `state_type` (a pydantic model, one record per round in
+RUN/method_state.jsonl); the method object itself keeps none.
 
 A method is a class with `name`, `title` (how report.md names it), `settings_type` (its
 `MethodSettings` subclass: the `TrainConfig.method` section) and `record_type` (its
@@ -31,7 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
@@ -40,6 +56,15 @@ from grse_graph.methods.operators.base import OperatorSettings
 from grse_graph.methods.operators.registry import OPERATORS, Operator
 from grse_graph.methods.operators.schedule import OPERATOR_ORDER
 from grse_graph.methods.plan import AggregationResult
+from grse_graph.methods.rounds import (
+    CommitPolicy,
+    RoundRequest,
+    RoundUpdate,
+    StartInputs,
+    TeamRequest,
+    UpdateInputs,
+    sampled_questions,
+)
 from grse_graph.methods.utility import UtilityRule, replace_utilities
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import Task, TaskQuestion
@@ -200,13 +225,35 @@ class CreditMethod(Protocol):
         (kept, failed and skipped ones alike, in file order)."""
         ...
 
-    def next_state(
-        self,
-        state: BaseModel | None,
-        records: Sequence[CreditRecord],
-        aggregation: AggregationResult,
+    def initial_state(self, inputs: StartInputs) -> BaseModel | None:
+        """The method's state before round 1 (stored as iteration 0; None: stateless)."""
+        ...
+
+    def round_questions(self, request: RoundRequest) -> list[str]:
+        """The ids of the training questions the round uses, in the order they run."""
+        ...
+
+    def rounds(self, iterations: int) -> int:
+        """How many rounds a run of `iterations` training iterations has."""
+        ...
+
+    def team_for(self, request: TeamRequest) -> TeamSpec:
+        """The team that runs one unit (a training rollout or a validation execution)."""
+        ...
+
+    async def update(self, inputs: UpdateInputs) -> RoundUpdate:
+        """The round update: the plan, the next state and (optionally) the next libraries."""
+        ...
+
+    def commit_policy(self, iteration: int, iterations: int) -> CommitPolicy:
+        """How round `iteration`'s libraries are committed."""
+        ...
+
+    def committed_state(
+        self, state: BaseModel | None, base_score: float | None
     ) -> BaseModel | None:
-        """The state to carry into the next iteration (stored in RUN/method_state.jsonl)."""
+        """The state the round commits: the update's `state`, given the validation score of
+        the round's base libraries (None when they did not run the validation set)."""
         ...
 
     def utility_rule(self) -> UtilityRule:
@@ -221,24 +268,19 @@ class CreditMethod(Protocol):
         """One line naming the method's settings, for the report header."""
         ...
 
-    def report_lines(self, records: Sequence[CreditRecord]) -> list[str]:
-        """The method's markdown section of report.md (starting with its `## ` heading)."""
+    def report_lines(
+        self, records: Sequence[CreditRecord], states: Sequence[BaseModel] = ()
+    ) -> list[str]:
+        """The method's markdown section of report.md (starting with its `## ` heading);
+        `states` are the run's method states in round order (empty for stateless methods)."""
         ...
 
 
-@runtime_checkable
-class LoopMethod(Protocol):
-    """A method that runs its own round loop instead of the shared one (SkillMAS: a fixed
-    subset every round, no gate, a team that changes between rounds). `training_graph(ctx)`
-    returns the uncompiled `StateGraph` built from `training` units over the `TrainingContext`
-    `ctx`; the runner compiles and runs it like the shared loop."""
-
-    def training_graph(self, ctx: Any) -> Any: ...
-
-
 class BaseCreditMethod(Generic[S, R]):
-    """Defaults for a `CreditMethod`: one rollout per question, one unit per rollout, no
-    state, GRSE's replace rule, the shared operators in `OPERATOR_ORDER`, a generic report.
+    """Defaults for a `CreditMethod`: no state, a new sample of questions every round, the
+    task's team, one rollout per question, one unit per rollout, the plan as the round update,
+    the per-agent gate, GRSE's replace rule, the shared operators in `OPERATOR_ORDER`, a
+    generic report.
 
     A subclass sets `name`, `settings_type`, `record_type` and implements `credit` and
     `plan`; everything else is optional.
@@ -260,6 +302,18 @@ class BaseCreditMethod(Generic[S, R]):
         """The `TrainConfig` fields a run of this method with `settings` does not read:
         `ignored_settings`, plus those a method setting switches off (override to add them)."""
         return cls.ignored_settings
+
+    def initial_state(self, inputs: StartInputs) -> BaseModel | None:
+        return None
+
+    def round_questions(self, request: RoundRequest) -> list[str]:
+        return sampled_questions(request)
+
+    def rounds(self, iterations: int) -> int:
+        return iterations
+
+    def team_for(self, request: TeamRequest) -> TeamSpec:
+        return request.team.with_libraries(request.libraries)
 
     def rollouts_per_question(self) -> int:
         return 1
@@ -305,13 +359,24 @@ class BaseCreditMethod(Generic[S, R]):
     def failed_record(self, unit: CreditUnit, inputs: CreditInputs, error: str) -> CreditRecord:
         return self.record_type.model_validate({**self.base_fields(unit, inputs), "error": error})
 
-    def next_state(
-        self,
-        state: BaseModel | None,
-        records: Sequence[CreditRecord],
-        aggregation: AggregationResult,
+    async def update(self, inputs: UpdateInputs) -> RoundUpdate:
+        """The plan of the round's credit records; the shared operators then propose the
+        candidates and the method keeps no state."""
+        plan_inputs = PlanInputs(
+            iteration=inputs.iteration,
+            provider=inputs.provider,
+            team=inputs.team,
+            state=inputs.state,
+        )
+        return RoundUpdate(plan=await self.plan(inputs.records, inputs.libraries, plan_inputs))
+
+    def commit_policy(self, iteration: int, iterations: int) -> CommitPolicy:
+        return CommitPolicy(kind="gate")
+
+    def committed_state(
+        self, state: BaseModel | None, base_score: float | None
     ) -> BaseModel | None:
-        return None
+        return state
 
     def utility_rule(self) -> UtilityRule:
         return replace_utilities
@@ -324,7 +389,9 @@ class BaseCreditMethod(Generic[S, R]):
         shown = ", ".join(f"{k}={v}" for k, v in fields.items() if not isinstance(v, dict))
         return f"method {self.name}" + (f": {shown}" if shown else "")
 
-    def report_lines(self, records: Sequence[CreditRecord]) -> list[str]:
+    def report_lines(
+        self, records: Sequence[CreditRecord], states: Sequence[BaseModel] = ()
+    ) -> list[str]:
         lines = [
             "## Credit",
             "",

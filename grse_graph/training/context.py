@@ -8,11 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from grse_graph.errors import GrseError
 from grse_graph.jsonl import JsonlStore
 from grse_graph.llm.provider import ChatModelProvider
 from grse_graph.methods.base import CreditMethod, CreditRecord
 from grse_graph.methods.registry import BUILTIN_METHODS, MethodClass, create_method
+from grse_graph.methods.rounds import TeamRequest
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import Task, TaskQuestion
 from grse_graph.team import TeamSpec, default_team
@@ -129,6 +132,36 @@ class TrainingContext:
             agent: self.run.load_library(path, agent, self.config.library_limit)
             for agent, path in libraries.items()
         }
+
+    def prior_state(self, iteration: int) -> BaseModel | None:
+        """The method's state before round `iteration`: the latest one an earlier round (or
+        setup, as iteration 0) committed; None for a stateless method. Blocking file I/O."""
+        state_type = self.method.state_type
+        if state_type is None:
+            return None
+        earlier = [r for r in self.run.method_states.read() if r.iteration < iteration]
+        return state_type.model_validate(earlier[-1].state) if earlier else None
+
+    def team_for(
+        self,
+        libraries: Mapping[str, SkillLibrary],
+        question: TaskQuestion,
+        state: BaseModel | None,
+        *,
+        training: bool,
+        seed: int,
+    ) -> TeamSpec:
+        """The team the method chooses for one unit (see `CreditMethod.team_for`)."""
+        return self.method.team_for(
+            TeamRequest(
+                team=self.team,
+                libraries=libraries,
+                question=question,
+                state=state,
+                training=training,
+                seed=seed,
+            )
+        )
 
     def plan_of(self, iteration: int) -> AggregateRecord:
         """The iteration's plan (`GrseError` if the plan node has not written it yet)."""

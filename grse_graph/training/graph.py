@@ -4,8 +4,10 @@
           -(Send per credit unit)-> critic -> probe -> aggregate -> evolve -> review
           -(Send per (variant, question, h))-> validate -> commit -> sample_batch | report -> END
 
-The method (`TrainConfig.method`, looked up in `TrainingDeps.methods`) decides G, the credit
-units, the credit call, the plan, the utility rule and the operators; this module only wires
+The method (`TrainConfig.method`, looked up in `TrainingDeps.methods`) decides its starting
+state, each round's questions, the team of each unit, G, the credit units, the credit call, the
+round update (plan, state, its own libraries or the shared operators), the commit policy (the
+per-agent gate, or accept), the utility rule and the number of rounds; this module only wires
 the node units of `grse_graph.training.nodes`. The state stays small and JSON-serialisable:
 ids, scores, library paths and content hashes. Rollouts, credit records and every other
 artifact live in the run folder, keyed by a deterministic unit id; a unit found there is
@@ -25,8 +27,6 @@ from langgraph.graph import END, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
-from grse_graph.methods.base import LoopMethod
-
 from .config import TrainConfig
 from .context import TrainingContext, TrainingDeps
 from .nodes import (
@@ -41,8 +41,9 @@ from .state import TrainingState
 
 
 def recursion_limit(config: TrainConfig) -> int:
-    """Supersteps the loop needs: 10 per iteration plus setup and report, with slack."""
-    return 13 * config.iterations + 10
+    """Supersteps the loop needs: 10 per round plus setup and report, with slack (and room for
+    one round beyond the configured iterations, such as SkillMAS's final measurement)."""
+    return 13 * (config.iterations + 1) + 10
 
 
 def build_training_graph(deps: TrainingDeps) -> StateGraph:
@@ -53,9 +54,6 @@ def build_training_graph(deps: TrainingDeps) -> StateGraph:
     recursion limit and the concurrency bound are set.
     """
     ctx = TrainingContext.of(deps)
-    if isinstance(ctx.method, LoopMethod):  # a method with its own round loop (SkillMAS)
-        graph: StateGraph = ctx.method.training_graph(ctx)
-        return graph
     setup, rollouts, credit = SetupStage(ctx), RolloutStage(ctx), CreditStage(ctx)
     evolution, validation = EvolutionStage(ctx), ValidationStage(ctx)
     probe = ProbeStage(ctx)
@@ -83,7 +81,7 @@ def build_training_graph(deps: TrainingDeps) -> StateGraph:
     builder.add_edge("probe", "aggregate")
     builder.add_edge("aggregate", "evolve")
     builder.add_edge("evolve", "review")
-    builder.add_conditional_edges("review", validation.send, ["validate"])
+    builder.add_conditional_edges("review", validation.send, ["validate", "commit"])
     builder.add_edge("validate", "commit")
     builder.add_conditional_edges("commit", setup.next_step, ["sample_batch", "report"])
     builder.add_edge("report", END)

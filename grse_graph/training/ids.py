@@ -8,12 +8,14 @@ samples exactly what the first one did.
 from __future__ import annotations
 
 import hashlib
-import random
 from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel
 
 from grse_graph.errors import GrseError
 from grse_graph.llm.provider import SamplingSettings
-from grse_graph.tasks.base import Task
+from grse_graph.methods.rounds import RoundRequest, sampled_questions
+from grse_graph.tasks.base import Task, TaskQuestion
 
 from .config import TrainConfig
 
@@ -47,21 +49,34 @@ def derive_seed(base: int, unit_id: str) -> int:
     return int(digest[:8], 16)
 
 
-def variant_hash(hashes: Mapping[str, str], sampling: SamplingSettings) -> str:
-    """Content hash of a library combination plus the decoding settings it is scored with."""
+def variant_hash(
+    hashes: Mapping[str, str], sampling: SamplingSettings, state: BaseModel | None = None
+) -> str:
+    """Content hash of a library combination plus the decoding settings it is scored with and,
+    for a method with state, the state that chooses its team (so the same libraries under
+    another state are another execution)."""
     text = "|".join(f"{a}={h}" for a, h in sorted(hashes.items()))
     text += "|" + sampling.model_dump_json(exclude={"seed"})
+    if state is not None:
+        text += "|state=" + hashlib.sha256(state.model_dump_json().encode()).hexdigest()
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def sample_batch_ids(task: Task, config: TrainConfig, iteration: int) -> list[str]:
-    """The iteration's training batch: a reproducible sample, kept in split order."""
+def train_questions(task: Task) -> list[TaskQuestion]:
+    """The train split (`GrseError` naming the task if it is empty)."""
     train = list(task.split("train"))
     if not train:
         raise GrseError(f"task {task.name}: the train split is empty")
-    rng = random.Random(f"{config.seed}:{iteration}")
-    chosen = set(rng.sample(range(len(train)), min(config.batch_size, len(train))))
-    return [q.id for i, q in enumerate(train) if i in chosen]
+    return train
+
+
+def sample_batch_ids(task: Task, config: TrainConfig, iteration: int) -> list[str]:
+    """The default training batch of an iteration (`BaseCreditMethod.round_questions`): a
+    reproducible sample, kept in split order."""
+    request = RoundRequest(
+        iteration=iteration, train=train_questions(task), size=config.batch_size, seed=config.seed
+    )
+    return sampled_questions(request)
 
 
 def validation_ids(task: Task, config: TrainConfig) -> list[str]:

@@ -51,12 +51,26 @@ class ProbeRecord(BaseModel):
     result: ProbeResult
 
 
+class ProposedLibraries(BaseModel):
+    """The complete next libraries a method's round update proposed: the changed and added
+    agents' libraries saved as candidates, and the agents it removes from the team."""
+
+    candidates: dict[str, str] = Field(default_factory=dict)
+    hashes: dict[str, str] = Field(default_factory=dict)
+    removed: list[str] = Field(default_factory=list)
+
+
 class AggregateRecord(BaseModel):
-    """The plan of one iteration: its credit records aggregated into edit directions and
-    induction evidence."""
+    """The round update of one iteration: its credit records aggregated into edit directions
+    and induction evidence (the plan); for a method with state, the state the commit stage
+    commits; a method's own score for the round and the libraries it proposed itself (None:
+    the shared operators propose the candidates)."""
 
     iteration: int
     result: AggregationResult
+    state: dict[str, Any] | None = None
+    score: float | None = None
+    proposed: ProposedLibraries | None = None
 
 
 class OperatorLine(BaseModel):
@@ -91,11 +105,14 @@ class ValidationRecord(BaseModel):
 
 
 class CandidateRecord(BaseModel):
-    """The candidate libraries the evolve stage proposed in an iteration (changed agents only)."""
+    """The candidate libraries of an iteration (changed and added agents only), from the
+    shared operators or the method's own round update; `removed`: the agents that update takes
+    out of the team."""
 
     iteration: int
     candidates: dict[str, str]
     hashes: dict[str, str]
+    removed: list[str] = Field(default_factory=list)
 
 
 class GateRecord(BaseModel):

@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only; never a display
 
 import matplotlib.pyplot as plt
+from pydantic import BaseModel
 
 from grse_graph.evaluation.summary import difference_text, outcome_label, shorten
 from grse_graph.evaluation.transitions import OUTCOMES, LibraryComparison
@@ -252,6 +253,15 @@ def comparison_lines(comparison: LibraryComparison) -> list[str]:
     return [*out, ""]
 
 
+def method_states(run: RunFolder, method: CreditMethod) -> list[BaseModel]:
+    """The run's method states in round order, as the method's `state_type` (none for a
+    stateless method)."""
+    state_type = method.state_type
+    if state_type is None:
+        return []
+    return [state_type.model_validate(r.state) for r in run.method_states.read()]
+
+
 def write_report(
     run: RunFolder,
     method: CreditMethod | None = None,
@@ -307,7 +317,7 @@ def write_report(
     out += ["", *learned_lines(learned_skills(run, method))]
     if comparison is not None:
         out += comparison_lines(comparison)
-    out += ["", *method.report_lines(records)]
+    out += ["", *method.report_lines(records, method_states(run, method))]
     out += ["", "## Operator actions", ""]
     out += ["| iteration | operator | agent | skills | changed | reason |"]
     out += ["| ---: | --- | --- | --- | --- | --- |"]

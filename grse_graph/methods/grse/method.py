@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from grse_graph.llm.tokens import CountsTokens
 from grse_graph.methods.base import (
@@ -184,7 +184,9 @@ class GrseMethod(BaseCreditMethod[GrseSettings, CritiqueRecord]):
             f"dapo_filter={s.dapo_filter}, with_labels={s.with_labels}"
         )
 
-    def report_lines(self, records: Sequence[CreditRecord]) -> list[str]:
+    def report_lines(
+        self, records: Sequence[CreditRecord], states: Sequence[BaseModel] = ()
+    ) -> list[str]:
         critiques = _critiques(records)
         out = [
             "## Critic",

@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
+from pydantic import BaseModel
+
 from grse_graph.methods.base import (
     BaseCreditMethod,
     CreditInputs,
@@ -112,7 +114,9 @@ class MaskillsMethod(BaseCreditMethod[MaskillsSettings, MaskillsRecord]):
             f"{s.hard_case_threshold}"
         )
 
-    def report_lines(self, records: Sequence[CreditRecord]) -> list[str]:
+    def report_lines(
+        self, records: Sequence[CreditRecord], states: Sequence[BaseModel] = ()
+    ) -> list[str]:
         rows = _records(records)
         out = [
             "## MASkills credit",

@@ -2,7 +2,8 @@
 diagnosability, skill evolution through a validation pool, and a team that restructures itself
 between rounds. See docs/SKILLMAS.md."""
 
-from grse_graph.methods.skillmas.method import SkillmasMethod, SkillmasRecord
+from grse_graph.methods.skillmas.method import SkillmasMethod
+from grse_graph.methods.skillmas.record import SkillmasRecord
 from grse_graph.methods.skillmas.settings import SkillmasSettings
 from grse_graph.methods.skillmas.state import SkillmasState
 

@@ -1,20 +1,22 @@
-"""SkillMAS behind the credit-method seam (spec skillmas.md; issue 14).
+"""SkillMAS behind the credit-method seam (spec skillmas.md; issue 14), on the shared loop.
 
-SkillMAS runs its own round loop (`SkillmasMethod.training_graph`, built in
-`grse_graph.methods.skillmas.loop`): a fixed train subset executed every round by the current
-team with k selected skills per agent step (shadow skills offered), one credit unit per
-rollout (used-skill attribution, with a judge call where a step said nothing), then one round
-update (utility learning, retained evidence, diagnosis, skill evolution with the validation
-pool, restructuring). There is no per-agent gate: changes take effect at once and the best
-round is picked after the fact, as in the paper.
+Its hooks: the state before round 1 (`update.start_state`); every round uses the same fixed
+train subset (`execution.fixed_subset`, drawn once); each unit runs the team of the round's
+state with k selected skills per agent step, shadow skills offered in training
+(`execution.unit_team`); one credit unit per rollout (used-skill attribution, with a judge
+call where a step said nothing); the round update (utility learning, retained evidence,
+diagnosis, skill evolution with the validation pool, restructuring: `update.round_update`)
+gives the complete next libraries, committed by `accept`: there is no per-agent gate, changes
+take effect at once and the best round is picked after the fact, as in the paper. With
+`measure_final` one more execution-only round (commit policy `keep`) measures the final state.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from typing import ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from grse_graph.errors import ModelRequestRefused, StructuredOutputError
 from grse_graph.methods.base import (
@@ -26,23 +28,26 @@ from grse_graph.methods.base import (
     PlanInputs,
 )
 from grse_graph.methods.plan import AggregationResult
+from grse_graph.methods.rounds import (
+    CommitPolicy,
+    RoundRequest,
+    RoundUpdate,
+    StartInputs,
+    TeamRequest,
+    UpdateInputs,
+)
 from grse_graph.skills import SkillLibrary
+from grse_graph.team.spec import TeamSpec
 
+from .execution import round_state, unit_team
 from .judge import judge_step
+from .record import SkillmasRecord
 from .report import report_lines
 from .settings import SkillmasSettings
 from .state import SkillmasState
-from .trace import StepSignals, VerifiedTrace, build_trace, step_signals, task_type_of
+from .trace import build_trace, step_signals, task_type_of
+from .update import round_update, start_state, used_skill_counts, with_validation
 from .verifiers import local_outcomes
-
-
-class SkillmasRecord(CreditRecord):
-    """One rollout's verified trace and the used-skill signals of each of its steps."""
-
-    method: Literal["skillmas"] = "skillmas"
-    trace: VerifiedTrace | None = None
-    signals: list[StepSignals] = Field(default_factory=list)
-    judge_calls: int = 0
 
 
 def tool_agents(inputs: CreditInputs) -> list[str]:
@@ -70,19 +75,34 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
     settings_type: ClassVar[type[MethodSettings]] = SkillmasSettings
     record_type: ClassVar[type[CreditRecord]] = SkillmasRecord
     state_type: ClassVar[type[BaseModel] | None] = SkillmasState
-    # The round loop (loop.py) has no gate (delta), no shared operators (schedule), no review
-    # node, no n=G presampling (one rollout per question) and no probe stage.
+    # Its rounds commit by `accept` (no gate: delta), its own update edits the libraries (no
+    # shared operators: schedule; nothing proposed to review), one rollout per question (no
+    # n=G presampling), and the probe's measured credit has no place in its update.
     ignored_settings: ClassVar[frozenset[str]] = frozenset(
         {"delta", "schedule", "review", "first_agent_n", "probe"}
     )
 
     @classmethod
     def unread_settings(cls, settings: MethodSettings) -> frozenset[str]:
-        # Only checkpoint=validation runs the validation split (loop.py: send_rollouts).
+        # Only checkpoint=validation runs the validation split (`commit_policy`).
         # validation_sampling is not listed: the task protocol fills it in for every run.
         if isinstance(settings, SkillmasSettings) and settings.checkpoint == "train":
             return cls.ignored_settings | {"validation_size", "validation_repeats"}
         return cls.ignored_settings
+
+    def initial_state(self, inputs: StartInputs) -> SkillmasState:
+        return start_state(inputs)
+
+    def round_questions(self, request: RoundRequest) -> list[str]:
+        """The fixed subset drawn once before round 1, every round."""
+        return list(round_state(request.state).subset)
+
+    def rounds(self, iterations: int) -> int:
+        """R training rounds, and the final measurement with `measure_final`."""
+        return iterations + (1 if self.settings.measure_final else 0)
+
+    def team_for(self, request: TeamRequest) -> TeamSpec:
+        return unit_team(request, self.settings)
 
     def rollouts_per_question(self) -> int:
         return 1
@@ -127,23 +147,26 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
         libraries: Mapping[str, SkillLibrary],
         inputs: PlanInputs,
     ) -> AggregationResult:
-        """The round's used-skill counts per agent (invocation bookkeeping); SkillMAS's edits
-        are made by its own round update, not by the shared operators."""
-        counts: dict[str, dict[str, int]] = {}
-        for record in records:
-            if isinstance(record, SkillmasRecord) and record.trace is not None:
-                for agent, names in record.trace.used.items():
-                    for name in names:
-                        counts.setdefault(agent, {})
-                        counts[agent][name] = counts[agent].get(name, 0) + 1
-        return AggregationResult(question_ids=[r.question_id for r in records], invocations=counts)
+        """The round's used-skill counts per agent (invocation bookkeeping)."""
+        traces = [r.trace for r in records if isinstance(r, SkillmasRecord) and r.trace]
+        return used_skill_counts(traces, [r.question_id for r in records])
 
-    def training_graph(self, ctx: Any) -> Any:
-        """SkillMAS's own round loop over the training context (an uncompiled StateGraph)."""
-        # Imported here: the loop is built from training units, and training imports methods.
-        from .loop import build_skillmas_graph
+    async def update(self, inputs: UpdateInputs) -> RoundUpdate:
+        return await round_update(inputs, self.settings)
 
-        return build_skillmas_graph(ctx, self)
+    def commit_policy(self, iteration: int, iterations: int) -> CommitPolicy:
+        """`accept` in training rounds, `keep` in the final measurement; the base runs the
+        validation set only with checkpoint=validation."""
+        return CommitPolicy(
+            kind="keep" if iteration > iterations else "accept",
+            validate_base=self.settings.checkpoint == "validation",
+        )
+
+    def committed_state(
+        self, state: BaseModel | None, base_score: float | None
+    ) -> BaseModel | None:
+        """The round's state with the validation score of the state it executed."""
+        return with_validation(round_state(state), base_score)
 
     def summary(self) -> str:
         s = self.settings
@@ -154,17 +177,11 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
             f"executor credit {s.executor_credit}, drop {s.drop_policy}, analyst {s.analyst}"
         )
 
-    def __init__(self, settings: SkillmasSettings, states: Sequence[SkillmasState] = ()) -> None:
-        super().__init__(settings)
-        self.states: list[SkillmasState] = list(states)
-
-    def with_states(self, states: Sequence[SkillmasState]) -> SkillmasMethod:
-        """The method carrying the run's round states, so its report section can show them."""
-        return SkillmasMethod(self.settings, states)
-
-    def report_lines(self, records: Sequence[CreditRecord]) -> list[str]:
+    def report_lines(
+        self, records: Sequence[CreditRecord], states: Sequence[BaseModel] = ()
+    ) -> list[str]:
         return report_lines(
             [r for r in records if isinstance(r, SkillmasRecord)],
-            self.states,
+            [s for s in states if isinstance(s, SkillmasState)],
             self.settings.checkpoint,
         )

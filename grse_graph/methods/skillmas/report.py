@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from .state import SkillmasState
 
 if TYPE_CHECKING:
-    from .method import SkillmasRecord
+    from .record import SkillmasRecord
     from .restructure import Decision
 
 

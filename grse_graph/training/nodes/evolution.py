@@ -4,13 +4,14 @@ libraries from the method's operators, and (with `--review`) a person's verdict 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from langgraph.types import interrupt
-from pydantic import BaseModel
 
+from grse_graph.errors import GrseError
 from grse_graph.llm.tokens import CountsTokens
-from grse_graph.methods.base import PlanInputs
+from grse_graph.methods.base import CreditRecord
 from grse_graph.methods.operators import (
     MemorisationCheck,
     evolve,
@@ -19,14 +20,17 @@ from grse_graph.methods.operators import (
 )
 from grse_graph.methods.operators.consolidate import links_since_consolidation
 from grse_graph.methods.operators.schema import EvolutionResult
+from grse_graph.methods.rounds import UpdateInputs
 from grse_graph.probes.credit import apply_probe_credit
+from grse_graph.skills import SkillLibrary
+from grse_graph.team.rollout import Rollout
 
 from ..context import TrainingContext
 from ..records import (
     AggregateRecord,
     CandidateRecord,
-    MethodStateRecord,
     OperatorLine,
+    ProposedLibraries,
     ReviewRecord,
 )
 from ..review import ReviewAnswer, ReviewRequest, apply_review, proposed_changes
@@ -59,48 +63,79 @@ class EvolutionStage:
     def __init__(self, ctx: TrainingContext) -> None:
         self.ctx = ctx
 
-    def prior_state(self, iteration: int) -> BaseModel | None:
-        """The method's state after the latest earlier iteration (None if it keeps none)."""
-        state_type = self.ctx.method.state_type
-        if state_type is None:
-            return None
-        earlier = [r for r in self.ctx.run.method_states.read() if r.iteration < iteration]
-        return state_type.model_validate(earlier[-1].state) if earlier else None
+    def round_rollouts(self, records: list[CreditRecord]) -> dict[str, Rollout]:
+        """The training rollouts the round's credit records judged, by id (blocking I/O)."""
+        wanted = {rid for record in records for rid in record.rollout_ids}
+        found = {r.unit_id: r.rollout for r in self.ctx.run.rollouts.read() if r.unit_id in wanted}
+        missing = sorted(wanted - set(found))
+        if missing:
+            raise GrseError(f"{self.ctx.run.rollouts.path}: rollout {missing[0]} is missing")
+        return found
 
     async def plan(self, state: TrainingState) -> dict[str, Any]:
-        """The method's plan from every credit record of the iteration (and its next state),
-        with the iteration's measured skill effects applied when probe credit is on."""
+        """The method's round update from every credit record of the iteration (the plan,
+        with the iteration's measured skill effects applied when probe credit is on, the state
+        to commit, and the libraries the method proposed itself), written as one record."""
         ctx = self.ctx
         iteration = state["iteration"]
         ctx.started(iteration, "aggregate", 1)
         reused = ctx.run.aggregates.get(str(iteration)) is not None
         if not reused:
             records = [r for r in ctx.credits.read() if r.iteration == iteration]
-            prior = self.prior_state(iteration)
-            inputs = PlanInputs(
-                iteration=iteration, provider=ctx.provider, team=ctx.team, state=prior
-            )
             # Run-folder reads and writes off the event loop (a graph server refuses them).
             libraries = await asyncio.to_thread(ctx.load, state["libraries"])
-            result = await ctx.method.plan(records, libraries, inputs)
+            update = await ctx.method.update(
+                UpdateInputs(
+                    iteration=iteration,
+                    iterations=ctx.config.iterations,
+                    records=records,
+                    libraries=libraries,
+                    rollouts=await asyncio.to_thread(self.round_rollouts, records),
+                    questions=ctx.questions,
+                    provider=ctx.provider,
+                    team=ctx.team,
+                    task=ctx.task,
+                    library_limit=ctx.config.library_limit,
+                    state=await asyncio.to_thread(ctx.prior_state, iteration),
+                )
+            )
+            result = update.plan
             probe = ctx.run.probe_results.get(str(iteration))
             if probe is not None:
                 result = apply_probe_credit(result, probe.result)
-            new_state = ctx.method.next_state(prior, records, result)
-            if new_state is not None:
-                await asyncio.to_thread(
-                    ctx.run.method_states.append,
-                    MethodStateRecord(
-                        iteration=iteration,
-                        method=ctx.method.name,
-                        state=new_state.model_dump(mode="json"),
-                    ),
+            proposed = None
+            if update.libraries is not None:
+                proposed = await asyncio.to_thread(
+                    self.save_proposed, iteration, libraries, update.libraries
                 )
-            await asyncio.to_thread(
-                ctx.run.aggregates.append, AggregateRecord(iteration=iteration, result=result)
+            record = AggregateRecord(
+                iteration=iteration,
+                result=result,
+                state=update.state.model_dump(mode="json") if update.state is not None else None,
+                score=update.score,
+                proposed=proposed,
             )
+            await asyncio.to_thread(ctx.run.aggregates.append, record)
         ctx.done(iteration, "aggregate", f"it{iteration}-aggregate", reused=reused)
         return {}
+
+    def save_proposed(
+        self,
+        iteration: int,
+        base: Mapping[str, SkillLibrary],
+        libraries: Mapping[str, SkillLibrary],
+    ) -> ProposedLibraries:
+        """Save the changed (bookkeeping included) and added agents' libraries of a method's
+        own update as candidates; the base agents it left out are removed (blocking I/O)."""
+        run = self.ctx.run
+        proposed = ProposedLibraries(removed=[a for a in base if a not in libraries])
+        for agent, library in libraries.items():
+            if base.get(agent) == library:
+                continue
+            path = run.save_library(run.candidate_dir(iteration, agent), library)
+            proposed.candidates[agent] = path
+            proposed.hashes[agent] = library.content_hash()
+        return proposed
 
     async def evolve(self, state: TrainingState) -> dict[str, Any]:
         """Candidate libraries from the method's operators (changed agents only)."""
@@ -109,6 +144,11 @@ class EvolutionStage:
         ctx.started(iteration, "evolve", 1)
         existing = ctx.run.candidates.get(str(iteration))
         reused = existing is not None
+        proposed = ctx.plan_of(iteration).proposed
+        if existing is None and proposed is not None:
+            # The method's own update proposed the libraries: no operator runs.
+            existing = CandidateRecord(iteration=iteration, **proposed.model_dump())
+            await asyncio.to_thread(ctx.run.candidates.append, existing)
         if existing is None:
             spec = ctx.method.evolution()
             result = await evolve(

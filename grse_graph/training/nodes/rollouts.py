@@ -15,6 +15,7 @@ from grse_graph.llm.provider import SamplingSettings
 from grse_graph.team import PresampledReply, run_rollout, sample_openings
 from grse_graph.team.rollout import Rollout
 from grse_graph.team.run import EXECUTION_ERRORS
+from grse_graph.team.spec import TeamSpec
 
 from ..context import TrainingContext
 from ..ids import derive_seed, opening_unit_id, question_order, rollout_unit_id
@@ -37,6 +38,34 @@ async def isolated(coroutine: Coroutine[Any, Any, T]) -> T:
     return await asyncio.create_task(coroutine, context=contextvars.Context())
 
 
+def team_seed(base: int, unit_id: str) -> int:
+    """The seed a method's own choice of a unit's team uses (`TeamRequest.seed`)."""
+    return derive_seed(base, f"{unit_id}/route")
+
+
+async def unit_team(
+    ctx: TrainingContext,
+    libraries: Mapping[str, str],
+    question_id: str,
+    unit_id: str,
+    *,
+    iteration: int,
+    training: bool,
+) -> TeamSpec:
+    """The team the method chooses for one unit, from the unit's libraries and the method's
+    state before the round (run-folder reads off the event loop: a graph server refuses
+    blocking file I/O on it)."""
+    libraries_loaded = await asyncio.to_thread(ctx.load, libraries)
+    state = await asyncio.to_thread(ctx.prior_state, iteration)
+    return ctx.team_for(
+        libraries_loaded,
+        ctx.question(question_id),
+        state,
+        training=training,
+        seed=team_seed(ctx.config.seed, unit_id),
+    )
+
+
 async def execute(
     ctx: TrainingContext,
     libraries: Mapping[str, str],
@@ -50,9 +79,9 @@ async def execute(
     opening: PresampledReply | None = None,
     parent: RunnableConfig | None = None,
 ) -> Rollout:
-    """One team execution under the given libraries (a training or validation unit), nested
-    in the trace of `parent` (the node's config) when given. Library folders are read off
-    the event loop (a graph server refuses blocking file I/O on it).
+    """One team execution under the given libraries (a training or validation unit) by the
+    team the method chooses for it, nested in the trace of `parent` (the node's config) when
+    given.
 
     An execution that still raises one of `EXECUTION_ERRORS` after `config.max_attempts` tries
     (for example a prompt beyond the actor's context, which repeats on every try) is returned
@@ -60,13 +89,20 @@ async def execute(
     `error` set, reward 0, recorded and counted like a failed question of `grse eval`, so one
     execution cannot stop a run.
     """
-    libraries_loaded = await asyncio.to_thread(ctx.load, libraries)
+    team = await unit_team(
+        ctx,
+        libraries,
+        question_id,
+        unit_id,
+        iteration=iteration,
+        training=stage != "validation",
+    )
     attempts = ctx.config.max_attempts
     for attempt in range(1, attempts + 1):
         try:
             return await isolated(
                 run_rollout(
-                    ctx.team.with_libraries(libraries_loaded),
+                    team,
                     ctx.task,
                     ctx.question(question_id),
                     ctx.provider,
@@ -133,10 +169,17 @@ class RolloutStage:
         """The first agent's first replies for the unit's whole group, from one n=G call."""
         ctx, cfg = self.ctx, self.ctx.config
         opening_id = opening_unit_id(unit["iteration"], unit["question_id"])
-        libraries = await asyncio.to_thread(ctx.load, unit["libraries"])
+        team = await unit_team(
+            ctx,
+            unit["libraries"],
+            unit["question_id"],
+            opening_id,
+            iteration=unit["iteration"],
+            training=True,
+        )
         replies = await isolated(
             sample_openings(
-                ctx.team.with_libraries(libraries),
+                team,
                 ctx.task,
                 ctx.question(unit["question_id"]),
                 ctx.provider,

@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
+from grse_graph.llm.provider import SamplingSettings
 from grse_graph.methods.registry import BUILTIN_METHODS
 from grse_graph.methods.skillmas import SkillmasMethod, SkillmasRecord, SkillmasState
 from grse_graph.skills import SkillLibrary
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.graph import TrainingDeps
+from grse_graph.training.ids import derive_seed, validation_seed_id
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import run_training
 from tests.unit.methods.skillmas.skillmas_fakes import (
@@ -178,19 +180,25 @@ def test_resume_restores_team_tables_and_pool_exactly(tmp_path: Path) -> None:
 def test_checkpoint_on_the_validation_split(tmp_path: Path) -> None:
     run = RunFolder(tmp_path / "run")
     d = deps(run.path, Calls(), checkpoint="validation")
+    sampled = SamplingSettings.training(top_k=20)
     d = TrainingDeps(
         task=d.task,
         provider=d.provider,
-        config=d.config.model_copy(update={"iterations": 1}),
+        config=d.config.model_copy(update={"iterations": 1, "validation_sampling": sampled}),
         run=d.run,
         methods=METHODS,
     )
     asyncio.run(run_training(d))
     validation = run.validation.read()
+    # The state X_r of each round (the base libraries under the round's team) ran V once.
     assert sorted((v.iteration, v.question_id, v.variant) for v in validation) == [
-        (1, "v0", "round-1"),
-        (2, "v0", "round-2"),
+        (1, "v0", "base"),
+        (2, "v0", "base"),
     ]
+    assert len({v.unit_id for v in validation}) == 2  # another state, another execution
+    # Sampled validation is seeded as for every method: by question and repeat only.
+    shared_seed = derive_seed(d.config.seed, validation_seed_id("v0", 0))
+    assert [v.rollout.seed for v in validation] == [shared_seed, shared_seed]
     scores = [s.round.validation_score for s in states(run) if s.round is not None]
     assert scores == [1.0, 1.0]
     assert "Best round on the validation split: 1" in run.report_path.read_text()

@@ -10,7 +10,7 @@ from typing import Any
 from grse_graph.methods.base import CreditInputs, CreditUnit
 from grse_graph.methods.registry import create_method
 from grse_graph.methods.skillmas import SkillmasMethod, SkillmasSettings, SkillmasState
-from grse_graph.methods.skillmas.loop import USED_LINE_REQUEST, fixed_subset, select_libraries
+from grse_graph.methods.skillmas.execution import USED_LINE_REQUEST, fixed_subset, select_libraries
 from grse_graph.methods.skillmas.team import TeamMember, build_team
 from grse_graph.skills import Skill, SkillLibrary
 from grse_graph.tasks.base import TaskQuestion
