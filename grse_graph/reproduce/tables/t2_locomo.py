@@ -1,0 +1,139 @@
+"""Table 2: LoCoMo per category, F1 and BLEU of GRSE and MASkills trained per category, the
+empty library and the full-context baseline (32-token answers), with the Avg. over the four
+categories; mean ± SD over seeds."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+
+from grse_graph.reproduce.context import Actor, TableContext
+from grse_graph.reproduce.deviations import deviations
+from grse_graph.reproduce.manifest import RunSpec
+from grse_graph.reproduce.outcome import RunFailure
+from grse_graph.reproduce.specs import baseline_spec, eval_spec, train_spec
+from grse_graph.reproduce.table import Cell, Column, ResultTable, Row, collect
+
+from .base import Layout, Result, TableDef, flatten, results_of, summary_metric
+
+TASK = "locomo"
+CATEGORIES = ("multi-hop", "temporal", "open-domain", "single-hop")
+TRAINED = {"GRSE": "grse", "MASkills": "maskills"}
+METRICS = {"f1": "F1", "bleu": "BLEU"}
+
+
+def empty_run(ctx: TableContext, actor: Actor, category: str) -> RunSpec:
+    return eval_spec(ctx, actor, TASK, category)
+
+
+def trained_runs(ctx: TableContext, actor: Actor, label: str, category: str) -> list[RunSpec]:
+    """One per-category training run per seed (shared with T3, T6, T11)."""
+    start = empty_run(ctx, actor, category)
+    return [
+        train_spec(ctx, actor, TASK, category, TRAINED[label], "default", s, start=start)
+        for s in ctx.seeds
+    ]
+
+
+def layout(ctx: TableContext) -> Layout:
+    rows: Layout = {}
+    for actor in ctx.actors:
+        for category in CATEGORIES:
+            key = f"{actor.label}|{category}"
+            empty = empty_run(ctx, actor, category)
+            for label in TRAINED:
+                rows.setdefault(label, {})[key] = trained_runs(ctx, actor, label, category)
+            rows.setdefault("Empty library", {})[key] = [empty]
+            rows.setdefault("Full-context", {})[key] = [
+                baseline_spec(ctx, actor, TASK, category, "full-context", 0)
+            ]
+    return rows
+
+
+def plan(ctx: TableContext) -> list[RunSpec]:
+    runs = flatten(layout(ctx))
+    # Dependencies first: the empty-library runs the training runs share.
+    return sorted(runs, key=lambda s: s.kind == "train")
+
+
+def _average(per_category: list[list[Result]], metric: str) -> Cell:
+    """Avg. over the categories, per seed position: a seed with a failed category fails."""
+    cell = Cell()
+    for position in range(max(len(r) for r in per_category)):
+        values = []
+        for category, results in zip(CATEGORIES, per_category, strict=True):
+            result = results[min(position, len(results) - 1)]
+            value = None if isinstance(result, RunFailure) else summary_metric(
+                metric, category
+            )(result)
+            if value is None:
+                cell.failures.append(f"{category} has no {metric} for seed position {position}")
+                break
+            values.append(value)
+        else:
+            cell.values.append(statistics.fmean(values))
+    return cell
+
+
+def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]:
+    rows = layout(ctx)
+    columns = []
+    for actor in ctx.actors:
+        for category in [*CATEGORIES, "avg"]:
+            for key, name in METRICS.items():
+                columns.append(
+                    Column(
+                        key=f"{actor.label}|{category}:{key}",
+                        label=f"{category} {name} [{actor.label}]",
+                    )
+                )
+    table_rows = []
+    for label, groups in rows.items():
+        cells: dict[str, Cell] = {}
+        for actor in ctx.actors:
+            per_category = []
+            for category in CATEGORIES:
+                group = results_of(groups[f"{actor.label}|{category}"], results)
+                per_category.append(group)
+                for key in METRICS:
+                    cells[f"{actor.label}|{category}:{key}"] = collect(
+                        group,
+                        summary_metric(key, category),
+                        paper=ctx.paper.value(label, f"{category}:{key}"),
+                    )
+            for key in METRICS:
+                avg = _average(per_category, key)
+                avg.paper = ctx.paper.value(label, f"avg:{key}")
+                cells[f"{actor.label}|avg:{key}"] = avg
+        table_rows.append(Row(label=label, cells=cells))
+    table = ResultTable(
+        table="table2",
+        title="Table 2: LoCoMo per category, test F1 / BLEU",
+        header=deviations(ctx, plan(ctx)),
+        columns=columns,
+        rows=table_rows,
+        paper_where=ctx.paper.where,
+        notes=["Avg.: the mean of the four categories' values of one seed, then mean ± SD"],
+    )
+    return [table]
+
+
+TABLE2 = TableDef(
+    name="table2",
+    script="table2_locomo.py",
+    title="Table 2: LoCoMo per category",
+    reproduces=(
+        "Table 2 of the GRSE paper: LoCoMo test F1 and BLEU per category (multi-hop, temporal, "
+        "open-domain, single-hop) and their Avg. for GRSE and MASkills trained per category, "
+        "the empty library and the full-context baseline (32-token answers)"
+    ),
+    cost=(
+        "per actor and seed: 8 per-category training runs (T = 5, G = 4, 24 questions per "
+        "iteration, the whole validation split: 68/60/21/159) and their tests, plus the empty "
+        "library and full-context per category (842 test questions in all)"
+    ),
+    tasks=(TASK,),
+    papers=("table2",),
+    plan=plan,
+    build=build,
+)

@@ -1,0 +1,103 @@
+"""Table 6: transfer of libraries between HotpotQA and LoCoMo multi-hop: each GRSE library
+tested in its own domain (T1's / T2's runs) and in the other one, beside the empty library of
+the target task."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from grse_graph.reproduce.context import TableContext
+from grse_graph.reproduce.deviations import deviations
+from grse_graph.reproduce.manifest import RunSpec
+from grse_graph.reproduce.specs import eval_spec
+from grse_graph.reproduce.table import Column, ResultTable, Row, collect
+
+from . import t1_hotpotqa, t2_locomo
+from .base import Result, TableDef, results_of, summary_metric
+
+MULTI_HOP = "multi-hop"
+
+
+def groups(ctx: TableContext) -> dict[str, dict[str, list[RunSpec]]]:
+    """Row -> target task -> runs (per seed)."""
+    rows: dict[str, dict[str, list[RunSpec]]] = {}
+    for actor in ctx.actors:
+        hotpot = t1_hotpotqa.trained_runs(ctx, actor, "GRSE")
+        locomo = t2_locomo.trained_runs(ctx, actor, "GRSE", MULTI_HOP)
+        tag = f" [{actor.label}]"
+        rows["HotpotQA library" + tag] = {
+            "hotpotqa": hotpot,
+            "locomo": [eval_spec(ctx, actor, "locomo", MULTI_HOP, libraries_from=s) for s in hotpot],
+        }
+        rows["LoCoMo multi-hop library" + tag] = {
+            "hotpotqa": [eval_spec(ctx, actor, "hotpotqa", libraries_from=s) for s in locomo],
+            "locomo": locomo,
+        }
+        rows["Empty library" + tag] = {
+            "hotpotqa": [t1_hotpotqa.empty_run(ctx, actor)],
+            "locomo": [t2_locomo.empty_run(ctx, actor, MULTI_HOP)],
+        }
+    return rows
+
+
+def plan(ctx: TableContext) -> list[RunSpec]:
+    runs: dict[str, RunSpec] = {}
+    for actor in ctx.actors:
+        runs[t1_hotpotqa.empty_run(ctx, actor).run_id] = t1_hotpotqa.empty_run(ctx, actor)
+        empty = t2_locomo.empty_run(ctx, actor, MULTI_HOP)
+        runs[empty.run_id] = empty
+    for targets in groups(ctx).values():
+        for specs in targets.values():
+            runs.update({s.run_id: s for s in specs})
+    return sorted(runs.values(), key=lambda s: (s.kind == "train", bool(s.needs)))
+
+
+def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]:
+    columns = [
+        Column(key="hotpotqa", label="HotpotQA F1"),
+        Column(key="locomo", label="LoCoMo multi-hop F1"),
+    ]
+    rows = []
+    for label, targets in groups(ctx).items():
+        cells = {
+            "hotpotqa": collect(
+                results_of(targets["hotpotqa"], results),
+                summary_metric("f1"),
+                paper=ctx.paper.value(label.split(" [")[0], "hotpotqa"),
+            ),
+            "locomo": collect(
+                results_of(targets["locomo"], results),
+                summary_metric("f1", MULTI_HOP),
+                paper=ctx.paper.value(label.split(" [")[0], "locomo"),
+            ),
+        }
+        rows.append(Row(label=label, cells=cells))
+    return [
+        ResultTable(
+            table="table6",
+            title="Table 6: transfer between HotpotQA and LoCoMo multi-hop (test F1)",
+            header=deviations(ctx, plan(ctx)),
+            columns=columns,
+            rows=rows,
+            paper_where=ctx.paper.where,
+        )
+    ]
+
+
+TABLE6 = TableDef(
+    name="table6",
+    script="table6_transfer.py",
+    title="Table 6: transfer",
+    reproduces=(
+        "Table 6 of the GRSE paper: GRSE libraries trained on HotpotQA tested on LoCoMo "
+        "multi-hop and the other way round, beside their in-domain scores and the empty library"
+    ),
+    cost=(
+        "reads T1's GRSE runs and T2's multi-hop GRSE runs (made here if missing), plus one "
+        "cross-domain test per seed and direction"
+    ),
+    tasks=("hotpotqa", "locomo"),
+    papers=("table6",),
+    plan=plan,
+    build=build,
+)

@@ -1,0 +1,111 @@
+"""Table 9: the skills GRSE learned on HotpotQA (T1's runs), typed by the critic model at
+temperature 0: per type its share of the skills and their mean length in words."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from grse_graph.reproduce.context import Actor, TableContext
+from grse_graph.reproduce.deviations import deviations
+from grse_graph.reproduce.manifest import RunSpec
+from grse_graph.reproduce.outcome import RunOutcome
+from grse_graph.reproduce.table import Column, Metric, ResultTable, Row, collect
+from grse_graph.reproduce.typing_labels import UNPARSED
+
+from . import t1_hotpotqa
+from .base import Result, TableDef, results_of
+
+
+def typing_runs(ctx: TableContext, actor: Actor) -> list[RunSpec]:
+    return [
+        RunSpec(
+            kind="typing",
+            task=spec.task,
+            method="typing",
+            variant=spec.method,
+            actor=actor.label,
+            seed=spec.seed,
+            commit=ctx.commit,
+            params={"libraries_from": spec.run_id, "labels": ctx.settings.typing.labels},
+            needs=(spec.run_id,),
+        )
+        for spec in t1_hotpotqa.trained_runs(ctx, actor, "GRSE")
+    ]
+
+
+def plan(ctx: TableContext) -> list[RunSpec]:
+    runs: dict[str, RunSpec] = {}
+    for actor in ctx.actors:
+        runs.update({s.run_id: s for s in t1_hotpotqa.layout(ctx)["GRSE"][actor.label]})
+        runs.update({s.run_id: s for s in typing_runs(ctx, actor)})
+    return list(runs.values())
+
+
+def _share(label: str) -> Metric:
+    def read(outcome: RunOutcome) -> float | None:
+        if not outcome.skill_types:
+            return None
+        return 100.0 * sum(t.label == label for t in outcome.skill_types) / len(
+            outcome.skill_types
+        )
+
+    return read
+
+
+def _words(label: str) -> Metric:
+    def read(outcome: RunOutcome) -> float | None:
+        chosen = [t.words for t in outcome.skill_types if t.label == label]
+        return sum(chosen) / len(chosen) if chosen else None
+
+    return read
+
+
+def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]:
+    columns = []
+    for actor in ctx.actors:
+        columns += [
+            Column(key=f"{actor.label}:share", label=f"% of skills [{actor.label}]"),
+            Column(key=f"{actor.label}:words", label=f"words [{actor.label}]"),
+        ]
+    rows = []
+    for label in [*ctx.settings.typing.labels, UNPARSED]:
+        cells = {}
+        for actor in ctx.actors:
+            outcomes = results_of(typing_runs(ctx, actor), results)
+            cells[f"{actor.label}:share"] = collect(
+                outcomes, _share(label), paper=ctx.paper.value(label, "share")
+            )
+            cells[f"{actor.label}:words"] = collect(
+                outcomes, _words(label), paper=ctx.paper.value(label, "words")
+            )
+        rows.append(Row(label=label, cells=cells))
+    return [
+        ResultTable(
+            table="table9",
+            title="Table 9: learned HotpotQA skills typed by the critic model (temperature 0)",
+            header=[*deviations(ctx, plan(ctx)), f"types: {ctx.settings.typing.why}"],
+            columns=columns,
+            rows=rows,
+            paper_where=ctx.paper.where,
+            notes=[
+                "words: mean body length of the skills of that type; FAILED where no skill of "
+                "that type was found (not measured, not zero)",
+            ],
+        )
+    ]
+
+
+TABLE9 = TableDef(
+    name="table9",
+    script="table9_typing.py",
+    title="Table 9: skill typing",
+    reproduces=(
+        "Table 9 of the GRSE paper: the skills GRSE learned on HotpotQA (Table 1's runs), each "
+        "typed by the critic model at temperature 0, with the share and mean length per type"
+    ),
+    cost="T1's GRSE runs (made here if missing) plus one critic call per learned skill",
+    tasks=("hotpotqa",),
+    papers=("table9",),
+    plan=plan,
+    build=build,
+)
