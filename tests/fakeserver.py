@@ -9,11 +9,12 @@ that sent it; the tool name (``CriticOutput``, ``SkillDraft``, ...) tells the ki
 call. Streaming (``"stream": true``) is not served: the commands under test do not stream.
 
 Faults are injected on chosen requests (`Fault`: HTTP 500, a hang beyond the client timeout, a
-truncated body, invalid JSON, an invalid tool call), and `Kill` sends a signal to a process when
-the n-th matching request arrives (before it is answered), which is how the tests stop
-`grse train` inside a stage without touching its code. With ``upstream`` the server forwards
-every request to a real OpenAI-compatible server (the embedded engine) and only counts, faults
-and kills.
+truncated body, invalid JSON, an invalid tool call, or a refusal: HTTP 400 as a server answers a
+prompt beyond its context; `text` narrows a fault to requests whose messages contain it), and
+`Kill` sends a signal to a process when the n-th matching request arrives (before it is
+answered), which is how the tests stop `grse train` inside a stage without touching its code.
+With ``upstream`` the server forwards every request to a real OpenAI-compatible server (the
+embedded engine) and only counts, faults and kills.
 
 The server binds 127.0.0.1 on a free port, serves from a daemon thread, answers at most
 ``max_requests`` requests and stops by itself after ``lifetime_s`` seconds.
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-FaultKind = Literal["http_500", "hang", "truncated", "invalid_json", "invalid_tool_call"]
+FaultKind = Literal["http_500", "hang", "truncated", "invalid_json", "invalid_tool_call", "refused"]
 ROLES = ("actor", "critic", "optimizer")
 WRONG_ANSWER = "Answer: unknown"
 
@@ -54,16 +55,20 @@ class Match:
 
 @dataclass
 class Fault:
-    """Inject `kind` into matching requests number `first` .. `first + count - 1` (1-based)."""
+    """Inject `kind` into matching requests number `first` .. `first + count - 1` (1-based);
+    with `text`, only requests whose messages contain it match."""
 
     kind: FaultKind
     match: Match = field(default_factory=Match)
     first: int = 1
     count: int = 1
     seen: int = 0
+    text: str | None = None
 
-    def applies(self, role: str, tool: str | None) -> bool:
+    def applies(self, role: str, tool: str | None, messages: str = "") -> bool:
         if not self.match.accepts(role, tool):
+            return False
+        if self.text is not None and self.text not in messages:
             return False
         self.seen += 1
         return self.first <= self.seen < self.first + self.count
@@ -380,7 +385,8 @@ class FakeOpenAIServer:
             self.bodies[fingerprint] = body
             number = len(self._records) + 1
             # Every rule sees every request it matches (its count), the first hit applies.
-            faults = [f.kind for f in self.faults if f.applies(role, tool)]
+            messages = json.dumps(body.get("messages", []))
+            faults = [f.kind for f in self.faults if f.applies(role, tool, messages)]
             kills = [k for k in self.kills if k.due(role, tool)]
             fault = faults[0] if faults else None
             kill = kills[0] if kills else None
@@ -408,6 +414,8 @@ class FakeOpenAIServer:
             return
         if fault == "http_500":
             self._error(handler, 500, "injected internal error")
+        elif fault == "refused":
+            self._error(handler, 400, "injected refusal: the prompt exceeds the context length")
         elif fault == "hang":
             self._stopping.wait(self.hang_s)
             self._close(handler)
