@@ -1,4 +1,7 @@
-"""Tables 4 and 5 of the GRSE paper (repair of a planted library): `python evals/table4_5_repair.py --help`."""
+"""Tables 4 and 5 of the GRSE paper (repair of a planted library).
+
+`python evals/table4_5_repair.py --help`
+"""
 
 import sys
 

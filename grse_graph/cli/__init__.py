@@ -14,7 +14,16 @@ from grse_graph import __version__
 from grse_graph.errors import GrseError
 from grse_graph.llm.config import load_config
 
-from . import doctor_cmd, engine_cmd, eval_cmd, score_cmd, serve_cmd, skills_cmd, train_cmd
+from . import (
+    doctor_cmd,
+    engine_cmd,
+    eval_cmd,
+    reproduce_cmd,
+    score_cmd,
+    serve_cmd,
+    skills_cmd,
+    train_cmd,
+)
 from .environment import unknown_variable_warnings
 
 
@@ -55,7 +64,8 @@ def build_app() -> typer.Typer:
         rich_markup_mode=None,
     )
     app.callback()(_root)
-    for module in (serve_cmd, engine_cmd, skills_cmd, doctor_cmd, score_cmd, eval_cmd, train_cmd):
+    commands = (serve_cmd, engine_cmd, skills_cmd, doctor_cmd, score_cmd, eval_cmd, train_cmd)
+    for module in (*commands, reproduce_cmd):
         module.register(app)
     return app
 

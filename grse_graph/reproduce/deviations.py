@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from grse_graph.llm.config import RoleName
 from grse_graph.tasks.registry import load_task
 from grse_graph.training.config import TrainConfig
 
@@ -17,7 +18,7 @@ MODE_LINE = (
     "drafts, the output contrast in induction evidence, the tool-error rule for tool_failure; "
     "a paper mode that turns them off is not built yet)"
 )
-ROLE_CAPS = {"actor": "actor", "critic": "critic", "optimizer": "induce"}
+ROLE_CAPS: dict[RoleName, str] = {"actor": "actor", "critic": "critic", "optimizer": "induce"}
 
 
 def _paper_test_size(settings: PaperSettings, task: str, category: str | None) -> int | None:
@@ -83,7 +84,7 @@ def deviations(ctx: TableContext, runs: Sequence[RunSpec]) -> list[str]:
     lines.append(MODE_LINE)
     for actor in ctx.actors:
         for role, paper_key in ROLE_CAPS.items():
-            cap = actor.llm.role(role).max_tokens  # type: ignore[arg-type]
+            cap = actor.llm.role(role).max_tokens
             paper = settings.table8.caps[paper_key]
             if cap != paper:
                 lines.append(f"actor {actor.label}: {role} cap {cap} tokens (paper {paper})")
@@ -92,17 +93,17 @@ def deviations(ctx: TableContext, runs: Sequence[RunSpec]) -> list[str]:
         key = (spec.task, spec.category)
         if spec.kind in ("eval", "baseline", "train") and key not in seen_tests:
             seen_tests.add(key)
-            paper = _paper_test_size(settings, spec.task, spec.category)
+            paper_size = _paper_test_size(settings, spec.task, spec.category)
             available = _split_size(ctx, spec)
             limit = ctx.test_limit()
             tested = min(limit, available) if limit is not None and available else available
-            if paper is not None and tested is not None and tested != paper:
+            if paper_size is not None and tested is not None and tested != paper_size:
                 lines.append(
                     f"{spec.task}{'/' + spec.category if spec.category else ''}: "
-                    f"{tested} test questions (paper {paper})"
+                    f"{tested} test questions (paper {paper_size})"
                 )
         if spec.kind == "train":
-            lines.extend(_train_lines(settings, spec, TrainConfig.model_validate(
-                spec.params["config"]
-            )))
+            lines.extend(
+                _train_lines(settings, spec, TrainConfig.model_validate(spec.params["config"]))
+            )
     return list(dict.fromkeys(lines))

@@ -80,7 +80,9 @@ def execute_runs(
                 del pending[run_id]
                 failed = [n for n in spec.needs if isinstance(results[n], RunFailure)]
                 if failed:
-                    failure = RunFailure(run_id=run_id, error=f"needs run {failed[0]}, which failed")
+                    failure = RunFailure(
+                        run_id=run_id, error=f"needs run {failed[0]}, which failed"
+                    )
                     write_failure(failure, spec.folder(root))
                     results[run_id] = failure
                     say(f"failed {run_id}: {failure.error}")

@@ -122,10 +122,13 @@ def _number(value: int) -> str:
 
 def print_dry_run(ctx: TableContext, table: TableDef, runs: Sequence[RunSpec]) -> None:
     """The header, each run with its state and estimated cost, and the totals per role."""
-    say = ctx.console.print
-    say(f"dry run of {table.name}: nothing is started", markup=False, highlight=False, soft_wrap=True)
+
+    def say(text: str) -> None:
+        ctx.console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    say(f"dry run of {table.name}: nothing is started")
     for line in deviations(ctx, runs):
-        say(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+        say(f"  {line}")
     pending = []
     for spec in runs:
         state = run_state(spec, ctx.root)
@@ -138,22 +141,15 @@ def print_dry_run(ctx: TableContext, table: TableDef, runs: Sequence[RunSpec]) -
             for role, c in estimate.items()
             if c.calls
         )
-        say(
-            f"{spec.run_id} [{spec.kind}] {state_action(state)}" + (f"; est. {roles}" if roles else ""),
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-    say(f"runs: {len(runs)}, to make: {len(pending)}", markup=False, highlight=False, soft_wrap=True)
+        cost = f"; est. {roles}" if roles else ""
+        say(f"{spec.run_id} [{spec.kind}] {state_action(state)}{cost}")
+    say(f"runs: {len(runs)}, to make: {len(pending)}")
     for role, c in costs.total(pending).items():
         say(
             f"estimated {role}: {_number(c.calls)} calls, {_number(c.prompt_tokens)} prompt + "
-            f"{_number(c.completion_tokens)} completion tokens",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
+            f"{_number(c.completion_tokens)} completion tokens"
         )
-    say(f"(per-call sizes: {ctx.settings.cost.about})", markup=False, highlight=False, soft_wrap=True)
+    say(f"(per-call sizes: {ctx.settings.cost.about})")
 
 
 def _test_size(ctx: TableContext, spec: RunSpec) -> int | None:

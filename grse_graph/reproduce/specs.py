@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from grse_graph.methods.registry import BUILTIN_METHODS
 from grse_graph.api.config import train_config
+from grse_graph.methods.registry import BUILTIN_METHODS
 from grse_graph.training.config import TrainConfig
 
 from .context import Actor, TableContext

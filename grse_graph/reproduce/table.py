@@ -68,17 +68,23 @@ class Cell(BaseModel):
         if self.paper is None:
             return "n/a"
         if isinstance(self.paper, float):
-            return f"{self.paper:.{self.digits}f}" if self.paper != int(self.paper) else (
-                f"{self.paper:g}"
+            return (
+                f"{self.paper:.{self.digits}f}"
+                if self.paper != int(self.paper)
+                else (f"{self.paper:g}")
             )
         return str(self.paper)
+
+
+class NotMeasured(Exception):
+    """Raised by a metric to say why a finished run has no value for a cell."""
 
 
 def collect(
     results: Sequence[Result], metric: Metric, *, paper: PaperValue = None, digits: int = 1
 ) -> Cell:
-    """A cell over runs: each finished run's `metric` (None: the run did not measure it, a
-    failure), each failed run's error."""
+    """A cell over runs: each finished run's `metric` (None, or `NotMeasured` with the reason:
+    the run did not measure it, a failure of the cell), each failed run's error."""
     cell = Cell(paper=paper, digits=digits)
     if not results:
         cell.failures.append("no run was planned for this cell")
@@ -86,7 +92,11 @@ def collect(
         if isinstance(result, RunFailure):
             cell.failures.append(f"run {result.run_id}: {result.error}")
             continue
-        value = metric(result)
+        try:
+            value = metric(result)
+        except NotMeasured as reason:
+            cell.failures.append(f"run {result.run_id}: {reason}")
+            continue
         if value is None:
             cell.failures.append(f"run {result.run_id} did not measure this")
         else:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from grse_graph.reproduce.context import TableContext
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunFailure, RunOutcome
-from grse_graph.reproduce.table import Metric, ResultTable
+from grse_graph.reproduce.table import Metric, NotMeasured, ResultTable
 
 Result = RunOutcome | RunFailure
 Layout = dict[str, dict[str, list[RunSpec]]]
@@ -45,23 +45,26 @@ def flatten(layout: Layout) -> list[RunSpec]:
 
 def results_of(specs: Sequence[RunSpec], results: Mapping[str, Result]) -> list[Result]:
     """The results of `specs`; a run without one (never made) is a failure saying so."""
-    return [
-        results.get(s.run_id) or RunFailure(run_id=s.run_id, error="not run") for s in specs
-    ]
+    return [results.get(s.run_id) or RunFailure(run_id=s.run_id, error="not run") for s in specs]
 
 
 def summary_metric(name: str, category: str | None = None, scale: float = 100.0) -> Metric:
     """A test metric of the run's (trained) evaluation, overall or of one category, in
-    points; None when the run has no evaluation or every question of it failed."""
+    points; `NotMeasured` (with the reason) when the run has no evaluation, no question of
+    that category, or every question of it failed."""
 
     def read(outcome: RunOutcome) -> float | None:
         summary = outcome.summary
-        if summary is None or summary.finished == 0:
-            return None
+        if summary is None:
+            raise NotMeasured("no test evaluation")
         group = summary.overall if category is None else summary.per_category.get(category)
-        if group is None or group.count == group.failed:
-            return None
+        if group is None:
+            raise NotMeasured(f"no {category} question among its test questions")
+        if group.count == group.failed:
+            raise NotMeasured(f"all {group.count} test question(s) failed")
         value = group.metrics.get(name)
-        return None if value is None else value * scale
+        if value is None:
+            raise NotMeasured(f"its task reports no {name}")
+        return value * scale
 
     return read

@@ -43,9 +43,12 @@ def layout(ctx: TableContext) -> Layout:
             rows.setdefault(label, {})[actor.label] = [empty, *trained_runs(ctx, actor, label)]
         rows.setdefault("Empty library", {})[actor.label] = [empty]
         for label, method in BASELINES.items():
-            specs = {baseline_spec(ctx, actor, TASK, None, method, s).run_id: baseline_spec(
-                ctx, actor, TASK, None, method, s
-            ) for s in ctx.seeds}
+            specs = {
+                baseline_spec(ctx, actor, TASK, None, method, s).run_id: baseline_spec(
+                    ctx, actor, TASK, None, method, s
+                )
+                for s in ctx.seeds
+            }
             rows.setdefault(label, {})[actor.label] = list(specs.values())
     return rows
 

@@ -63,9 +63,9 @@ def _average(per_category: list[list[Result]], metric: str) -> Cell:
         values = []
         for category, results in zip(CATEGORIES, per_category, strict=True):
             result = results[min(position, len(results) - 1)]
-            value = None if isinstance(result, RunFailure) else summary_metric(
-                metric, category
-            )(result)
+            value = (
+                None if isinstance(result, RunFailure) else summary_metric(metric, category)(result)
+            )
             if value is None:
                 cell.failures.append(f"{category} has no {metric} for seed position {position}")
                 break

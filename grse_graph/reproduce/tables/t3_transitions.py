@@ -8,20 +8,24 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from grse_graph.evaluation.store import EvalFolder
-from grse_graph.evaluation.transitions import LibraryComparison
+from grse_graph.evaluation.transitions import LibraryComparison, Outcome
 from grse_graph.metrics.analysis import cites_dialogue
 from grse_graph.reproduce import figures
 from grse_graph.reproduce.context import TableContext
 from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunOutcome
-from grse_graph.reproduce.table import Column, ResultTable, Row, collect
+from grse_graph.reproduce.table import Cell, Column, ResultTable, Row, collect
 
 from . import t1_hotpotqa, t2_locomo
 from .base import Result, TableDef, results_of
 
-MOVES = {"D->C": ("declined", "correct"), "W->C": ("wrong", "correct"),
-         "C->W": ("correct", "wrong"), "C->D": ("correct", "declined")}
+MOVES: dict[str, tuple[Outcome, Outcome]] = {
+    "D->C": ("declined", "correct"),
+    "W->C": ("wrong", "correct"),
+    "C->W": ("correct", "wrong"),
+    "C->D": ("correct", "declined"),
+}
 
 
 def groups(ctx: TableContext) -> dict[str, list[RunSpec]]:
@@ -56,7 +60,8 @@ def _move(name: str) -> Callable[[RunOutcome], float | None]:
         comparison: LibraryComparison | None = outcome.comparison
         if comparison is None:
             return None
-        return float(comparison.table.counts.get(before, {}).get(after, 0))
+        row = comparison.table.counts.get(before)
+        return float(row.get(after, 0)) if row is not None else 0.0
 
     return read
 
@@ -97,8 +102,10 @@ def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]
         outcomes = results_of(specs, results)
         cells = {m: collect(outcomes, _move(m), paper=ctx.paper.value(label, m)) for m in MOVES}
         cells["delta_f1"] = collect(outcomes, _delta_f1, paper=ctx.paper.value(label, "delta_f1"))
-        cells["dc_no_evidence"] = collect(
-            outcomes, _dc_without_evidence, paper=ctx.paper.value(label, "dc_no_evidence")
+        cells["dc_no_evidence"] = (
+            collect(outcomes, _dc_without_evidence, paper=ctx.paper.value(label, "dc_no_evidence"))
+            if label.startswith("LoCoMo")
+            else Cell(text="n/a (no dialogue ids)")
         )
         rows.append(Row(label=label, cells=cells))
         bars[label] = {m: cells[m].mean for m in MOVES}
@@ -113,8 +120,8 @@ def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]
         rows=rows,
         paper_where=ctx.paper.where,
         notes=[
-            "#D->C without evidence: LoCoMo only (HotpotQA has no dialogue ids: FAILED there "
-            "means not measured)",
+            "#D->C without evidence: D->C questions whose retriever output cites no dialogue id "
+            "(LoCoMo only)",
         ],
         figures=[str(figure)],
     )

@@ -17,8 +17,9 @@ from grse_graph.reproduce.context import Actor, TableContext
 from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunFailure, RunOutcome
+from grse_graph.reproduce.paper import PaperTable
 from grse_graph.reproduce.specs import VARIANTS, eval_spec, train_spec
-from grse_graph.reproduce.table import Cell, Column, ResultTable, Row, collect
+from grse_graph.reproduce.table import Cell, Column, Metric, ResultTable, Row, collect
 from grse_graph.tasks.planted import PlantedLibrary, demo_planted, load_planted
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.demo import repair_config
@@ -126,6 +127,13 @@ def _count(kind: str, fates: tuple[str, ...]) -> Any:
     return read
 
 
+def _cell_maker(outcomes: list[Result], paper: PaperTable, label: str) -> Any:
+    def cell(key: str, metric: Metric, digits: int = 1) -> Cell:
+        return collect(outcomes, metric, paper=paper.value(label, key), digits=digits)
+
+    return cell
+
+
 def _table4(ctx: TableContext, results: Mapping[str, Result]) -> ResultTable:
     columns = [
         Column(key="planted", label="planted score"),
@@ -139,10 +147,7 @@ def _table4(ctx: TableContext, results: Mapping[str, Result]) -> ResultTable:
     for actor in ctx.actors:
         for label in METHODS:
             outcomes = results_of(method_runs(ctx, actor, label), results)
-            p = ctx.paper_of("table4").value
-
-            def cell(key: str, metric: Any, digits: int = 1, _label: str = label) -> Cell:
-                return collect(outcomes, metric, paper=p(_label, key), digits=digits)
+            cell = _cell_maker(outcomes, ctx.paper_of("table4"), label)
 
             rows.append(
                 Row(
@@ -192,7 +197,9 @@ def _skill_cells(outcomes: list[Result], agent: str, skill: str) -> dict[str, Ce
     u1 = [o.u1 for o in mine if o.u1 is not None]
     u1_cell = Cell(values=u1, failures=failures, digits=2)
     if not u1:
-        u1_cell = Cell(text="silent (no credit)" + (f"; {len(failures)} failed" if failures else ""))
+        u1_cell = Cell(
+            text="silent (no credit)" + (f"; {len(failures)} failed" if failures else "")
+        )
     fates = ", ".join(
         o.fate + (f"@{o.fate_iteration}" if o.fate_iteration is not None else "") for o in mine
     )
@@ -209,14 +216,18 @@ def _summary_cells(outcomes: list[Result], paper: Any) -> dict[str, Cell]:
     total = len(finished[0].planted)
     seps = [s for s in (separation(list(r.planted)) for r in finished) if s is not None]
     sep_text = (
-        f"separation {statistics.fmean(seps):+.2f}" if seps else "separation n/a (a kind uncredited)"
+        f"separation {statistics.fmean(seps):+.2f}"
+        if seps
+        else "separation n/a (a kind uncredited)"
     )
     return {
         "u1": Cell(
             text=f"right signs {'/'.join(map(str, rights))} of {total}; {sep_text}",
             paper=paper,
         ),
-        "fate": Cell(text=f"{len(finished)} run(s)" + (f", {len(failures)} failed" if failures else "")),
+        "fate": Cell(
+            text=f"{len(finished)} run(s)" + (f", {len(failures)} failed" if failures else "")
+        ),
     }
 
 

@@ -27,7 +27,9 @@ def groups(ctx: TableContext) -> dict[str, dict[str, list[RunSpec]]]:
         tag = f" [{actor.label}]"
         rows["HotpotQA library" + tag] = {
             "hotpotqa": hotpot,
-            "locomo": [eval_spec(ctx, actor, "locomo", MULTI_HOP, libraries_from=s) for s in hotpot],
+            "locomo": [
+                eval_spec(ctx, actor, "locomo", MULTI_HOP, libraries_from=s) for s in hotpot
+            ],
         }
         rows["LoCoMo multi-hop library" + tag] = {
             "hotpotqa": [eval_spec(ctx, actor, "hotpotqa", libraries_from=s) for s in locomo],

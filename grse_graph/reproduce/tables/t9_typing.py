@@ -9,7 +9,7 @@ from grse_graph.reproduce.context import Actor, TableContext
 from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunOutcome
-from grse_graph.reproduce.table import Column, Metric, ResultTable, Row, collect
+from grse_graph.reproduce.table import Column, Metric, NotMeasured, ResultTable, Row, collect
 from grse_graph.reproduce.typing_labels import UNPARSED
 
 from . import t1_hotpotqa
@@ -44,18 +44,20 @@ def plan(ctx: TableContext) -> list[RunSpec]:
 def _share(label: str) -> Metric:
     def read(outcome: RunOutcome) -> float | None:
         if not outcome.skill_types:
-            return None
-        return 100.0 * sum(t.label == label for t in outcome.skill_types) / len(
-            outcome.skill_types
-        )
+            raise NotMeasured("the trained libraries hold no skill")
+        return 100.0 * sum(t.label == label for t in outcome.skill_types) / len(outcome.skill_types)
 
     return read
 
 
 def _words(label: str) -> Metric:
     def read(outcome: RunOutcome) -> float | None:
+        if not outcome.skill_types:
+            raise NotMeasured("no skill was typed")
         chosen = [t.words for t in outcome.skill_types if t.label == label]
-        return sum(chosen) / len(chosen) if chosen else None
+        if not chosen:
+            raise NotMeasured("no skill of this type")
+        return sum(chosen) / len(chosen)
 
     return read
 
@@ -88,8 +90,8 @@ def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]
             rows=rows,
             paper_where=ctx.paper.where,
             notes=[
-                "words: mean body length of the skills of that type; FAILED where no skill of "
-                "that type was found (not measured, not zero)",
+                "words: mean body length of the skills of that type; a type without skills has "
+                "no length (FAILED: no skill of this type), never 0",
             ],
         )
     ]

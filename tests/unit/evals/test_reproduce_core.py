@@ -14,13 +14,22 @@ from grse_graph.reproduce.executors import RunContext
 from grse_graph.reproduce.manifest import Manifest, RunSpec, run_state
 from grse_graph.reproduce.outcome import RunFailure, RunOutcome, read_failure
 from grse_graph.reproduce.paper import load_paper
+from grse_graph.reproduce.registry import TABLES
 from grse_graph.reproduce.scheduler import execute_runs
 from grse_graph.reproduce.settings import load_settings
 from grse_graph.reproduce.table import Cell, Column, ResultTable, Row, collect, render_markdown
-from grse_graph.reproduce.registry import TABLES
 
-PAPER_TABLES = ("table1", "table2", "table3", "table4", "table5", "table6", "table9", "table10",
-                "table11")
+PAPER_TABLES = (
+    "table1",
+    "table2",
+    "table3",
+    "table4",
+    "table5",
+    "table6",
+    "table9",
+    "table10",
+    "table11",
+)
 
 
 def spec(**changes: object) -> RunSpec:
@@ -66,9 +75,9 @@ def test_every_paper_table_file_loads_and_missing_numbers_stay_missing() -> None
 
 
 def test_a_missing_paper_file_is_one_config_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="table1.json"):
+    with pytest.raises(ConfigError, match=r"table1\.json"):
         load_paper("table1", tmp_path)
-    with pytest.raises(ConfigError, match="settings.json"):
+    with pytest.raises(ConfigError, match=r"settings\.json"):
         load_settings(tmp_path)
 
 
@@ -188,7 +197,10 @@ def test_a_failed_run_is_recorded_and_fails_the_runs_that_need_it(tmp_path: Path
     # The next invocation resumes the failed run; a success replaces its failure.json.
     retry = Recorder()
     execute_runs(
-        [first, second], tmp_path, _contexts(), say=lambda _: None,
+        [first, second],
+        tmp_path,
+        _contexts(),
+        say=lambda _: None,
         executors={"eval": retry, "train": retry},
     )
     assert retry.made == [first.run_id, second.run_id]
