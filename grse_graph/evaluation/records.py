@@ -59,6 +59,11 @@ class GroupSummary(BaseModel):
     metrics: dict[str, float]
     # Shares of finished questions in each answer state, plus "failed".
     states: dict[str, float]
+    cited_answers: int = Field(
+        default=0,
+        description="answers carrying a dialogue-id citation; scored as they are, as the "
+        "official LoCoMo scorer scores them",
+    )
 
 
 class EvalSummary(BaseModel):

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
+from grse_graph.metrics.analysis import carries_citation
+
 from .records import EvalSummary, GroupSummary, PredictionRecord
 from .transitions import OUTCOMES, LibraryComparison, Outcome
 
@@ -47,13 +49,21 @@ def summarize_group(records: Sequence[PredictionRecord], names: Sequence[str]) -
         if reporting:
             metrics[name] = sum(reporting) / (len(reporting) + failed)
     reward = sum(0.0 if r.failed else r.reward for r in records) / count
+    cited = sum(1 for r in records if not r.failed and carries_citation(r.prediction))
     states = {k: 0.0 for k in STATE_KEYS}
     for record in records:
         # A task without an F1 metric has no answer state; such records count in no share.
         key = "failed" if record.failed else record.state
         if key is not None:
             states[key] += 1.0 / count
-    return GroupSummary(count=count, failed=failed, reward=reward, metrics=metrics, states=states)
+    return GroupSummary(
+        count=count,
+        failed=failed,
+        reward=reward,
+        metrics=metrics,
+        states=states,
+        cited_answers=cited,
+    )
 
 
 def summarize(
@@ -103,6 +113,9 @@ def summary_table(summary: EvalSummary) -> Table:
         table.add_column(name, justify="right")
     for state in STATE_KEYS[:3]:
         table.add_column(state, justify="right")
+    cited = summary.overall.cited_answers > 0
+    if cited:
+        table.add_column("cited answers", justify="right")
 
     def row(label: str, group: GroupSummary, style: str | None = None) -> None:
         table.add_row(
@@ -111,6 +124,7 @@ def summary_table(summary: EvalSummary) -> Table:
             str(group.failed),
             *(f"{100 * group.metrics[n]:.1f}" if n in group.metrics else "-" for n in names),
             *(f"{100 * group.states[s]:.0f}%" for s in STATE_KEYS[:3]),
+            *([str(group.cited_answers)] if cited else []),
             style=style,
         )
 

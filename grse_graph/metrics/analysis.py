@@ -1,4 +1,5 @@
-"""Answer-level analyses used in reports: answer states and evidence citation rate."""
+"""Answer-level analyses used in reports: answer states, evidence citation rate, and whether an
+answer carries a dialogue-id citation."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ DECLINE_PHRASES: tuple[str, ...] = (
 CORRECT_F1_THRESHOLD = 0.5
 
 DIALOGUE_ID = re.compile(r"\[D\d+:\d+\]")
+# Any dialogue id on an answer line, bracketed or not: `D3:5`, `[D3:5]`, `(D3:5, D4:1)`.
+ANSWER_CITATION = re.compile(r"\bD\d+:\d+\b")
 
 
 def answer_state(prediction: str, f1: float) -> AnswerState:
@@ -67,3 +70,12 @@ def evidence_citation_rate(texts: Sequence[str]) -> float:
         raise ScoringError("evidence_citation_rate needs at least one response, got none")
     citing = [cites_dialogue(text) for text in texts]
     return math.fsum(1.0 for cited in citing if cited) / len(citing)
+
+
+def carries_citation(answer: str) -> bool:
+    """True when an answer carries a dialogue-id citation (`D3:5`, `[D3:5]`, `(D3:5; D4:1)`).
+
+    Such an answer is scored as it is, as the official LoCoMo scorer scores it (the id becomes
+    a token that counts against precision); reports count these answers.
+    """
+    return ANSWER_CITATION.search(require_text(answer, "answer")) is not None

@@ -1,7 +1,11 @@
 """Scoring JSONL records (one `prediction` / `answer` [/ `category`] object per line).
 
 This is the engine behind `grse score`: read and validate every line first (a bad line is an error
-naming its line number, never a zero), then score, then summarise.
+naming its line number, never a zero), then score, then summarise. A LoCoMo answer takes the one
+path training, `grse eval` and the baselines take (`locomo_scores`: scored as it is, as the
+official scorer scores it), so an evaluation folder's `predictions.jsonl` (categories named,
+`"temporal"`) scores here to the numbers of its `summary.json`; answers that carry a
+dialogue-id citation are counted.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from grse_graph.errors import ScoringError
 from grse_graph.validation_text import describe_validation_error
 
+from .analysis import carries_citation
 from .hotpotqa import hotpot_em, hotpot_f1
-from .locomo import locomo_bleu, locomo_f1
+from .locomo import locomo_category_number, locomo_scores
 
 
 class Metric(StrEnum):
@@ -38,12 +43,13 @@ class HotpotInput(BaseModel):
 
 class LocomoInput(BaseModel):
     """One LoCoMo input line; an integer answer is scored as its decimal text, as the official
-    scorer does (`str(answer)`), because some gold answers in `locomo10.json` are numbers."""
+    scorer does (`str(answer)`), because some gold answers in `locomo10.json` are numbers. The
+    category is its number (1-4) or its name (`"temporal"`, as `grse eval` writes it)."""
 
     model_config = ConfigDict(extra="allow", strict=True)
     prediction: StrictStr
     answer: StrictStr | StrictInt
-    category: StrictInt
+    category: StrictInt | StrictStr
 
 
 class ScoredRecord(BaseModel):
@@ -55,6 +61,7 @@ class ScoredRecord(BaseModel):
     f1: float
     em: float | None = None
     bleu: float | None = None
+    cited: bool = False
 
     def output_object(self) -> dict[str, Any]:
         """The input object plus `f1` and `em` (HotpotQA) or `f1` and `bleu` (LoCoMo)."""
@@ -69,6 +76,9 @@ class ScoreGroup(BaseModel):
     mean_f1: float
     mean_em: float | None = None
     mean_bleu: float | None = None
+    cited_answers: int | None = Field(
+        default=None, description="LoCoMo: answers carrying a dialogue-id citation"
+    )
 
 
 class ScoreSummary(BaseModel):
@@ -106,13 +116,15 @@ def _score(
             f1=hotpot_f1(parsed.prediction, parsed.answer),
             em=hotpot_em(parsed.prediction, parsed.answer),
         )
-    gold = str(parsed.answer)
+    category = locomo_category_number(parsed.category)
+    scores = locomo_scores(parsed.prediction, str(parsed.answer), category)
     return ScoredRecord(
         line_number=line_number,
         record=record,
-        category=parsed.category,
-        f1=locomo_f1(parsed.prediction, gold, parsed.category),
-        bleu=locomo_bleu(parsed.prediction, gold, parsed.category),
+        category=category,
+        f1=scores.f1,
+        bleu=scores.bleu,
+        cited=carries_citation(parsed.prediction),
     )
 
 
@@ -141,7 +153,7 @@ def _mean(values: list[float]) -> float:
     return math.fsum(values) / len(values)
 
 
-def _group(records: list[ScoredRecord]) -> ScoreGroup:
+def _group(records: list[ScoredRecord], metric: Metric) -> ScoreGroup:
     ems = [r.em for r in records if r.em is not None]
     bleus = [r.bleu for r in records if r.bleu is not None]
     return ScoreGroup(
@@ -149,6 +161,7 @@ def _group(records: list[ScoredRecord]) -> ScoreGroup:
         mean_f1=_mean([r.f1 for r in records]),
         mean_em=_mean(ems) if ems else None,
         mean_bleu=_mean(bleus) if bleus else None,
+        cited_answers=sum(r.cited for r in records) if metric is Metric.LOCOMO else None,
     )
 
 
@@ -159,8 +172,10 @@ def summarize(records: list[ScoredRecord], metric: Metric) -> ScoreSummary:
     per_category: dict[int, ScoreGroup] = {}
     if metric is Metric.LOCOMO:
         categories = sorted({r.category for r in records if r.category is not None})
-        per_category = {c: _group([r for r in records if r.category == c]) for c in categories}
-    return ScoreSummary(metric=metric, overall=_group(records), per_category=per_category)
+        per_category = {
+            c: _group([r for r in records if r.category == c], metric) for c in categories
+        }
+    return ScoreSummary(metric=metric, overall=_group(records, metric), per_category=per_category)
 
 
 def _format_group(label: str, group: ScoreGroup) -> str:
@@ -169,6 +184,8 @@ def _format_group(label: str, group: ScoreGroup) -> str:
         parts.append(f"EM={group.mean_em:.4f}")
     if group.mean_bleu is not None:
         parts.append(f"BLEU={group.mean_bleu:.4f}")
+    if group.cited_answers is not None:
+        parts.append(f"cited={group.cited_answers}")
     return "  ".join(parts)
 
 

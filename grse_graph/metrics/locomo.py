@@ -9,6 +9,12 @@ download is needed).
 F1 per category: 2 and 4 token F1; 3 the gold is cut at its first `;`, then token F1; 1 both sides
 are split on `,` (parts stripped, empty parts KEPT as the official code does), and the best F1
 over prediction parts is averaged over gold parts. Category 5 (adversarial) is excluded.
+
+`locomo_scores` is the one scoring path of a LoCoMo answer (training rewards, `grse eval`,
+the baselines and `grse score`): the prediction is scored as it is, as the official scorer
+scores it. A dialogue-id citation on the answer line (`[D3:5]`) is not stripped: the official
+normalisation turns it into a token (`d35`) that counts against precision. Reports count the
+answers that carry one (`grse_graph.metrics.analysis.carries_citation`).
 """
 
 from __future__ import annotations
@@ -21,12 +27,20 @@ from collections.abc import Callable
 import regex
 from nltk.stem import PorterStemmer
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+from pydantic import BaseModel, ConfigDict
 
 from grse_graph.errors import ScoringError
 
 from ._inputs import require_text
 
 SCORED_CATEGORIES: tuple[int, ...] = (1, 2, 3, 4)
+CATEGORY_NAMES: dict[int, str] = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+}
+"""The names of the scored categories (the labels an evaluation's predictions carry)."""
 
 _PUNCTUATION = frozenset(string.punctuation)
 # The official scorer uses the `regex` module; its \b differs from `re` around combining marks.
@@ -133,4 +147,39 @@ def locomo_bleu(prediction: str, gold: str, category: int) -> float:
 
 def locomo_reward(prediction: str, gold: str, category: int) -> float:
     """Training reward on LoCoMo: (category F1 + smoothed BLEU) / 2, in [0, 1]."""
-    return (locomo_f1(prediction, gold, category) + locomo_bleu(prediction, gold, category)) / 2
+    return locomo_scores(prediction, gold, category).reward
+
+
+def locomo_category_number(category: object) -> int:
+    """A scored category given as its number (1-4) or its name (`CATEGORY_NAMES`)."""
+    if isinstance(category, str):
+        numbers = {name: number for number, name in CATEGORY_NAMES.items()}
+        if category.strip().lower() not in numbers:
+            raise ScoringError(
+                f"LoCoMo category must be 1-4 or one of {', '.join(CATEGORY_NAMES.values())}, "
+                f"got {category!r}"
+            )
+        return numbers[category.strip().lower()]
+    return _check_category(category)
+
+
+class LocomoScores(BaseModel):
+    """The scores of one LoCoMo answer: category F1, smoothed BLEU and their mean (the reward)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    f1: float
+    bleu: float
+
+    @property
+    def reward(self) -> float:
+        """(F1 + BLEU) / 2, the training reward."""
+        return (self.f1 + self.bleu) / 2
+
+
+def locomo_scores(prediction: str, gold: str, category: int) -> LocomoScores:
+    """F1 and smoothed BLEU of `prediction` as it is (citations included, as the official
+    scorer has it) against `gold` for category 1-4: the one scoring path of a LoCoMo answer."""
+    return LocomoScores(
+        f1=locomo_f1(prediction, gold, category), bleu=locomo_bleu(prediction, gold, category)
+    )

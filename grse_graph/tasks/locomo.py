@@ -17,6 +17,7 @@ from typing import Any
 from langchain_core.tools import BaseTool
 
 from grse_graph.errors import TaskError
+from grse_graph.metrics.locomo import CATEGORY_NAMES
 from grse_graph.tasks.base import ScoredAnswer, TaskKind, TaskQuestion
 from grse_graph.tasks.conversation import Conversation, parse_conversation
 from grse_graph.tasks.grep_tool import ConversationIndex, make_grep_tool
@@ -25,12 +26,7 @@ from grse_graph.tasks.scoring import locomo_category_of, score_locomo
 from grse_graph.tasks.splits import SplitTable, SplitTableTask
 
 LOCOMO_FILE = "locomo10.json"
-LOCOMO_CATEGORY_NAMES: dict[int, str] = {
-    1: "multi-hop",
-    2: "temporal",
-    3: "open-domain",
-    4: "single-hop",
-}
+LOCOMO_CATEGORY_NAMES: dict[int, str] = dict(CATEGORY_NAMES)
 # The LoCoMo full-context protocol appends this to temporal (category 2) questions.
 TEMPORAL_HINT = " Use DATE of CONVERSATION to answer with an approximate date."
 

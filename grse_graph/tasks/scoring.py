@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from grse_graph.errors import TaskError
 from grse_graph.metrics.hotpotqa import hotpot_em, hotpot_f1
-from grse_graph.metrics.locomo import locomo_bleu, locomo_f1
+from grse_graph.metrics.locomo import locomo_scores
 from grse_graph.tasks.base import ScoredAnswer, TaskQuestion
 
 MetricName = Literal["hotpotqa", "locomo", "exact"]
@@ -20,26 +19,12 @@ def score_hotpotqa(prediction: str, gold: str) -> ScoredAnswer:
     return ScoredAnswer(reward=f1, metrics={"f1": f1, "em": hotpot_em(prediction, gold)})
 
 
-# A dialogue-id citation: `D3:5`, `[D3:5]`, `(D3:5, D4:1)`, `[D3:5; D4:1]`.
-_DIALOGUE_ID = r"D\d+:\d+"
-_CITATION = re.compile(
-    rf"[\[(]\s*{_DIALOGUE_ID}(?:\s*[,;]\s*{_DIALOGUE_ID})*\s*[\])]|\b{_DIALOGUE_ID}\b"
-)
-
-
-def strip_citations(prediction: str) -> str:
-    """The prediction without dialogue-id citations (the reasoner cites turns while reasoning;
-    an id that lands on the answer line is not part of the answer)."""
-    return " ".join(_CITATION.sub(" ", prediction).split())
-
-
 def score_locomo(prediction: str, gold: str, category: int) -> ScoredAnswer:
-    """Reward = (category F1 + smoothed BLEU) / 2 of the prediction without dialogue-id
-    citations; metrics f1 and bleu."""
-    prediction = strip_citations(prediction)
-    f1 = locomo_f1(prediction, gold, category)
-    bleu = locomo_bleu(prediction, gold, category)
-    return ScoredAnswer(reward=(f1 + bleu) / 2, metrics={"f1": f1, "bleu": bleu})
+    """Reward = (category F1 + smoothed BLEU) / 2 of the prediction as it is, as the official
+    scorer scores it (`locomo_scores`, the path `grse score` takes too: a dialogue-id citation
+    on the answer line is not stripped); metrics f1 and bleu."""
+    scores = locomo_scores(prediction, gold, category)
+    return ScoredAnswer(reward=scores.reward, metrics={"f1": scores.f1, "bleu": scores.bleu})
 
 
 def score_exact(prediction: str, gold: str) -> ScoredAnswer:

@@ -103,7 +103,8 @@ def test_locomo_from_stdin_adds_f1_and_bleu_and_summarises_per_category() -> Non
         (
             "locomo",
             [{"prediction": "a", "answer": "a", "category": "2"}],
-            "category: Input should be a valid integer (got '2')",
+            "LoCoMo category must be 1-4 or one of multi-hop, temporal, open-domain, single-hop, "
+            "got '2'",
         ),
         (
             "hotpotqa",
@@ -177,3 +178,15 @@ def test_score_lines_and_summary_without_the_cli() -> None:
 def test_summary_of_nothing_is_an_error() -> None:
     with pytest.raises(ScoringError):
         summarize([], Metric.HOTPOTQA)
+
+
+def test_locomo_categories_may_be_named_and_cited_answers_are_counted() -> None:
+    lines = jsonl(
+        {"prediction": "Noodle [D1:1]", "answer": "Noodle", "category": "single-hop"},
+        {"prediction": "Noodle", "answer": "Noodle", "category": 4},
+    ).split("\n")
+    summary = summarize(score_lines(lines, Metric.LOCOMO, "t"), Metric.LOCOMO)
+    assert summary.per_category[4].count == 2
+    assert summary.overall.cited_answers == 1
+    assert summary.overall.mean_f1 < 1.0
+    assert "cited=1" in format_summary(summary)

@@ -1,5 +1,6 @@
 """The paper's LoCoMo protocol: per-category loading and splits, category-aware agent inputs,
-citation-free scoring, task-aware training defaults, and `--category` on the commands."""
+official scoring of cited answers, task-aware training defaults, and `--category` on the
+commands."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import pytest
 from grse_graph.cli import build_app
 from grse_graph.errors import TaskError
 from grse_graph.llm.provider import SamplingSettings
+from grse_graph.metrics import carries_citation
 from grse_graph.tasks import load_task
 from grse_graph.tasks.protocol import protocol_defaults, with_protocol_defaults
-from grse_graph.tasks.scoring import strip_citations
 from grse_graph.training.config import TrainConfig
 from tests.fakeserver import FakeOpenAIServer
 
@@ -42,24 +43,27 @@ def test_agents_see_the_question_category() -> None:
 
 
 @pytest.mark.parametrize(
-    ("prediction", "expected"),
+    ("prediction", "cited"),
     [
-        ("Noodle [D1:1]", "Noodle"),
-        ("7 May 2023 (D2:4, D3:1).", "7 May 2023 ."),
-        ("[D1:3; D4:5] cat", "cat"),
-        ("D1:2 Noodle", "Noodle"),
-        ("Noodle", "Noodle"),
+        ("Noodle [D1:1]", True),
+        ("7 May 2023 (D2:4, D3:1).", True),
+        ("[D1:3; D4:5] cat", True),
+        ("D1:2 Noodle", True),
+        ("Noodle", False),
+        ("D-Day 1:2", False),
     ],
 )
-def test_dialogue_id_citations_are_stripped(prediction: str, expected: str) -> None:
-    assert strip_citations(prediction) == expected
+def test_answers_carrying_dialogue_id_citations_are_recognised(
+    prediction: str, cited: bool
+) -> None:
+    assert carries_citation(prediction) is cited
 
 
-def test_citations_do_not_reach_the_scored_answer() -> None:
+def test_citations_are_scored_as_the_official_scorer_scores_them() -> None:
     task = load_task("locomo", MINI, train_conversations=1, validation_conversations=1)
     question = next(q for q in task.split("test") if q.id == "conv-a-q0")
-    assert task.score(question, "Noodle [D1:1]") == task.score(question, "Noodle")
-    assert task.score(question, "Noodle [D1:1]").reward == 1.0
+    assert task.score(question, "Noodle").reward == 1.0
+    assert task.score(question, "Noodle [D1:1]").reward < 1.0
 
 
 def test_task_aware_protocol_defaults() -> None:
