@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grse_graph.errors import ConfigError
 from grse_graph.llm.provider import ROLES, RoleName
+from grse_graph.validation_text import Location, describe_validation_error
 
 ENGINE_MODEL_ALIAS = "grse-local"
 """The name the embedded engine serves its model under (any name is accepted by both engines)."""
@@ -388,14 +389,13 @@ def load_config(
     try:
         return LLMConfig.model_validate(merged)
     except ValidationError as error:
-        first = error.errors()[0]
-        location = ".".join(str(part) for part in first["loc"])
-        section, _, rest = location.partition(".")
-        field = rest.split(".")[0]
-        origin = sources.get((section, field), "default")
-        raise ConfigError(
-            f"config {location}: {first['msg']} (got {first.get('input')!r} from {origin})"
-        ) from error
+
+        def origin(location: Location) -> str:
+            # Sources are kept per (section, field); a nested part's value came with its field.
+            section, field = (str(part) for part in (*location[:2], "", "")[:2])
+            return sources.get((section, field), "default")
+
+        raise ConfigError(f"config {describe_validation_error(error, origin=origin)}") from error
 
 
 def _set(

@@ -16,7 +16,7 @@ from .boundary import Boundary, reading
 from .diff import library_diff
 from .files import FileWriter, durable_write, recover_leftovers, replace_dir
 from .limits import AGENT_PATTERN, MAX_NAME_CHARS, SKILL_FILE
-from .model import Skill, validation_lines
+from .model import Skill, validation_message
 from .storage import SkillScan, check_replaceable, is_real_dir, read_skill_folder, scan_skill_folder
 from .text import shown
 
@@ -60,7 +60,7 @@ class SkillLibrary(BaseModel):
             return cls(agent=agent, skills=list(skills), limit=limit)
         except ValidationError as error:
             raise SkillError(
-                validation_lines(error, source or f"library {agent[:80]!r}")[0]
+                validation_message(error, source or f"library {agent[:80]!r}")
             ) from None
 
     @classmethod

@@ -17,7 +17,7 @@ from grse_graph.errors import SkillError
 from .boundary import Boundary, decode_utf8
 from .library import SkillLibrary
 from .limits import MAX_FOLDER_ENTRIES, MAX_MANIFEST_BYTES, MAX_NAME_CHARS, NAME_PATTERN
-from .model import check_resource_path
+from .model import check_resource_path, validation_message
 from .text import shown
 
 MANIFEST_FILE = "manifest.json"
@@ -138,7 +138,4 @@ def read_manifest(pack: Path, boundary: Boundary | None = None) -> PackManifest:
     try:
         return PackManifest.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        location = ".".join(str(p) for p in first["loc"])
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise SkillError(shown(f"{where}: {location}: {message}")) from None
+        raise SkillError(validation_message(error, where)) from None

@@ -8,11 +8,13 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from grse_graph.errors import SkillError
+from grse_graph.validation_text import describe_validation_error
 
 from .files import FileWriter, durable_write, mark_executable
 from .frontmatter import dump_front_matter, split_front_matter
@@ -164,7 +166,8 @@ def _check_bookkeeping(key: str, value: str) -> None:
     else:
         problem = f"is not a known bookkeeping key (known: {', '.join(BOOKKEEPING_KEYS)})"
     if problem is not None:
-        raise ValueError(f"metadata {key}={_clipped(value)} {problem}")
+        # The formatter names the field (`metadata: grse-utility=...`); the key says which entry.
+        raise ValueError(f"{key}={_clipped(value)} {problem}")
 
 
 def _clipped(value: str, limit: int = 40) -> str:
@@ -335,7 +338,7 @@ class Skill(BaseModel):
         try:
             return cls(**fields)
         except ValidationError as error:
-            raise SkillError(validation_lines(error, shown(source))[0]) from None
+            raise SkillError(validation_message(error, shown(source))) from None
 
     @classmethod
     def parse(
@@ -542,19 +545,14 @@ class Skill(BaseModel):
 # ----- helpers shared with the library and validation code -------------------------------
 
 
-def validation_lines(error: ValidationError, source: str) -> list[str]:
-    """One line per pydantic error, prefixed with `source`, with front-matter field names."""
-    lines = []
-    for item in error.errors():
-        location = ".".join(str(part) for part in item["loc"])
-        location = location.replace("allowed_tools", "allowed-tools")
-        message = str(item["msg"])
-        if message.startswith("Value error, "):
-            # Our own validators already name the field in their message.
-            message, location = message.removeprefix("Value error, "), ""
-        prefix = f"{source}: {location}: " if location else f"{source}: "
-        lines.append(shown(one_line(prefix + message)))
-    return lines
+FRONT_MATTER_NAMES = MappingProxyType({"allowed_tools": "allowed-tools"})
+"""Fields whose SKILL.md front-matter key differs from the model's field name."""
+
+
+def validation_message(error: ValidationError, source: str) -> str:
+    """Every error of `error` on one line, prefixed with `source`, each naming its field as
+    the front matter does (untrusted values made safe for a terminal)."""
+    return shown(one_line(f"{source}: {describe_validation_error(error, FRONT_MATTER_NAMES)}"))
 
 
 def _front_matter_to_fields(data: dict[Any, Any], source: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from .files import FileWriter, durable_write, replace_dir
 from .library import SkillLibrary, read_library_folder
 from .limits import MAX_RESOURCE_BYTES, MAX_RESOURCE_DEPTH, is_agent_name
 from .manifest import MANIFEST_FILE, PackAgentEntry, PackManifest, read_manifest
-from .model import Skill, validation_lines
+from .model import Skill, validation_message
 from .storage import scan_skill_folder
 from .text import shown
 
@@ -71,7 +71,7 @@ def export_pack(
     try:
         manifest = PackManifest.describe(libraries)
     except ValidationError as error:
-        raise SkillError(validation_lines(error, "pack manifest")[0]) from None
+        raise SkillError(validation_message(error, "pack manifest")) from None
     check_pack_destination(dest)
 
     def build(temporary: Path) -> None:

@@ -46,6 +46,7 @@ from grse_graph.skills.limits import AGENT_PATTERN, MAX_NAME_CHARS, NAME_PATTERN
 from grse_graph.skills.manifest import MANIFEST_FILE
 from grse_graph.skills.pack import PACK_SKILLS_DIR
 from grse_graph.tasks.io import read_json
+from grse_graph.validation_text import describe_validation_error
 
 PlantedKind = Literal["helpful", "harmful"]
 DEMO_PLANTED_FILE = "planted.json"
@@ -166,10 +167,7 @@ def load_planted(path: Path) -> PlantedLibrary:
     try:
         planted = PlantedLibrary.model_validate(raw)
     except ValidationError as error:
-        first = error.errors()[0]
-        location = ".".join(str(part) for part in first["loc"]) or "file"
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise TaskError(shown(f"{where}: {location}: {message}")) from None
+        raise TaskError(shown(f"{where}: {describe_validation_error(error)}")) from None
     planted._source = path
     return planted
 

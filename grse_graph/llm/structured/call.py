@@ -22,6 +22,7 @@ from grse_graph.llm.structured.budget import schema_token_budget
 from grse_graph.llm.structured.lenient import parse_json_object
 from grse_graph.llm.structured.registry import METHODS, structured_method
 from grse_graph.llm.structured.repetition import Repetition, RepetitionLimits, RepetitionWatch
+from grse_graph.validation_text import describe_validation_error
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -168,14 +169,6 @@ async def _stream_async(
     return _Reply(message, None, chunks)
 
 
-def _validation_problem(error: ValidationError) -> str:
-    details = "; ".join(
-        f"{'.'.join(str(part) for part in item['loc']) or '(object)'}: {item['msg']}"
-        for item in error.errors()
-    )
-    return _one_line(f"{error.error_count()} validation error(s): {details}")
-
-
 @dataclass(frozen=True)
 class _Read(Generic[T]):
     parsed: T | None
@@ -219,7 +212,7 @@ def _read(
     try:
         parsed = schema.model_validate(found.value)
     except ValidationError as error:
-        return failed(_validation_problem(error), text.shown, found.repair)
+        return failed(describe_validation_error(error), text.shown, found.repair)
     attempt = StructuredAttempt(
         method=method.name,
         valid=True,

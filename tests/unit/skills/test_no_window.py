@@ -283,7 +283,7 @@ def test_a_5000_digit_count_is_one_line_skill_error(key: str, tmp_path: Path) ->
     with pytest.raises(SkillError) as raised:
         Skill.load(folder)
     message = str(raised.value)
-    assert message.startswith(f"{folder / 'SKILL.md'}: metadata {key}=")
+    assert message.startswith(f"{folder / 'SKILL.md'}: metadata: {key}=")
     assert "has 5000 digits, over the limit of 18" in message
     assert "\n" not in message and len(message) < 300
 

@@ -146,7 +146,7 @@ def test_symlink_inside_the_skill_is_followed(tmp_path: Path) -> None:
 def test_resource_paths_escaping_or_hidden_are_rejected(path: str) -> None:
     with pytest.raises(SkillError) as raised:
         Skill.build("operator", name="ok", description="d", resources={path: b"x"})
-    assert str(raised.value).startswith("operator: resource path")
+    assert str(raised.value).startswith("operator: resources: resource path")
 
 
 @pytest.mark.parametrize("name", ["../up", "a/b", "-lead", "trail-", "UPPER", "a" * 65, ""])
