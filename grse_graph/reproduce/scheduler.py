@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import replace
 from pathlib import Path
+
+from rich.console import Console
 
 from .executors import EXECUTORS, Executor, RunContext
 from .manifest import RunKind, RunSpec, run_state
@@ -90,9 +93,12 @@ def execute_runs(
                 needed = {n: results[n] for n in spec.needs}
                 outcomes = {n: r for n, r in needed.items() if isinstance(r, RunOutcome)}
                 say(f"running {run_id}")
-                future = pool.submit(
-                    make_run, spec, root, contexts[spec.actor], outcomes, executors
-                )
+                ctx = contexts[spec.actor]
+                if jobs > 1:
+                    # Runs side by side cannot share one live display: each is quiet (its
+                    # files say what it did) and this loop reports its start and end.
+                    ctx = replace(ctx, console=Console(quiet=True))
+                future = pool.submit(make_run, spec, root, ctx, outcomes, executors)
                 running[future] = run_id
             if not running:
                 if pending:  # every pending run waits on one that cannot come

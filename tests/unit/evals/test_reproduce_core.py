@@ -3,6 +3,7 @@ scheduler's reuse / failure / dependency handling, cost estimates and table rend
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -271,3 +272,32 @@ def test_every_table_has_a_script_in_evals() -> None:
         script = evals / table.script
         assert script.exists(), script
         assert f'main("{table.name}")' in script.read_text()
+
+
+def test_jobs_run_independent_runs_side_by_side(tmp_path: Path) -> None:
+    barrier = threading.Barrier(2, timeout=10)
+
+    class Together(Recorder):
+        def __call__(
+            self, spec: RunSpec, folder: Path, ctx: RunContext, needed: Mapping[str, RunOutcome]
+        ) -> RunOutcome:
+            barrier.wait()  # both runs must be in flight at once, or this times out
+            return super().__call__(spec, folder, ctx, needed)
+
+    together = Together()
+    results = execute_runs(
+        [spec(seed=0), spec(seed=1)],
+        tmp_path,
+        _contexts(),
+        jobs=2,
+        say=lambda _: None,
+        executors={"eval": together},
+    )
+    assert sorted(together.made) == sorted(results)
+    assert all(isinstance(r, RunOutcome) for r in results.values())
+
+
+def test_a_run_needing_one_outside_the_manifest_is_refused(tmp_path: Path) -> None:
+    orphan = spec(needs=("missing-run",))
+    with pytest.raises(ValueError, match="missing-run"):
+        execute_runs([orphan], tmp_path, _contexts(), say=lambda _: None)
