@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -23,6 +22,7 @@ from grse_graph.training.session import (
     open_endpoints,
     run_usage,
     session_deps,
+    usage_kept_on_failure,
 )
 
 from .config import ConfigInput, MethodChoice, check_method, method_registry, train_config
@@ -51,14 +51,8 @@ def _run(
 ) -> TrainResult:
     if starting:
         team_with(deps.team_spec(), starting)  # an agent the team lacks: one line, no run
-    try:
+    with usage_kept_on_failure(deps):
         return run_sync(run_training(deps, reviewer=reviewer))
-    except BaseException:
-        # As `grse train`: a run that stops on an error keeps the usage that explains it.
-        if deps.usage is not None:
-            with contextlib.suppress(OSError):
-                deps.run.write_usage(deps.usage())
-        raise
 
 
 def train(

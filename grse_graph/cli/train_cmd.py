@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import tomllib
 from collections.abc import Sequence
@@ -37,7 +36,6 @@ from grse_graph.training.config import (
     protocol_train_config,
     refuse_unread_settings,
 )
-from grse_graph.training.context import TrainingDeps
 from grse_graph.training.demo import (
     DEMO_SETTINGS,
     DEMO_TEST_LIMIT,
@@ -59,6 +57,8 @@ from grse_graph.training.session import (
     load_training_task,
     open_endpoints,
     session_deps,
+    usage_kept_on_failure,
+    write_run_usage,
 )
 from grse_graph.training.terminal import LiveProgress, ProgressTracker, TerminalReviewer
 
@@ -199,7 +199,7 @@ def _train(
                     return terminal(request)
 
             deps = session_deps(config, run, endpoints, task=task, on_progress=live)
-            try:
+            with usage_kept_on_failure(deps):
                 result = asyncio.run(
                     run_training(
                         deps,
@@ -208,21 +208,9 @@ def _train(
                         checkpointer=checkpointer,
                     )
                 )
-            except BaseException:
-                # Also a run that stops on an error keeps its usage (the retries and failures
-                # that explain the stop); the run's own error stays the one reported.
-                with contextlib.suppress(OSError):
-                    _write_run_usage(run, deps)
-                raise
-            _write_run_usage(run, deps)
+            write_run_usage(deps)
         usage = endpoints.ledger.report().model_dump(mode="json")
     return result, usage
-
-
-def _write_run_usage(run: RunFolder, deps: TrainingDeps) -> None:
-    """usage.json: this session added to the earlier sessions of the run (`deps.usage`)."""
-    if deps.usage is not None:
-        run.write_usage(deps.usage())
 
 
 def print_usage(console: Console, usage: dict[str, Any]) -> None:
@@ -467,6 +455,15 @@ NoFirstAgentNOpt = Annotated[
         rich_help_panel=setting_panel("first_agent_n"),
     ),
 ]
+PaperModeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--paper-mode",
+        help="the paper's method only: the project's additions off (memorisation check, "
+        "GRSE's output contrast and tool-error rule)",
+        rich_help_panel=EVERY_METHOD,
+    ),
+]
 OutOpt = Annotated[Path | None, typer.Option(help="run folder (default runs/<task>-<time>)")]
 ResumeOpt = Annotated[Path | None, typer.Option(help="continue the run in this folder")]
 ExportOpt = Annotated[
@@ -613,6 +610,7 @@ def train(
     dapo_filter: DapoFilterOpt = False,
     with_labels: WithLabelsOpt = False,
     no_first_agent_n: NoFirstAgentNOpt = False,
+    paper_mode: PaperModeOpt = False,
     out: OutOpt = None,
     resume: ResumeOpt = None,
     export: ExportOpt = None,
@@ -656,6 +654,7 @@ def train(
             "dapo_filter": dapo_filter or None,
             "with_labels": with_labels or None,
             "first_agent_n": False if no_first_agent_n else None,
+            "paper_mode": paper_mode or None,
             "skill_mode": skill_mode,
             "probe": None,
         }

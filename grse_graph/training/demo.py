@@ -41,7 +41,7 @@ from .repair import PlantedSkillOutcome, planted_outcomes, separation
 from .report import change_text, gate_text, question_lines, write_report
 from .run_folder import RunFolder
 from .runner import TrainResult, run_training
-from .session import open_endpoints, session_deps
+from .session import open_endpoints, session_deps, write_run_usage
 
 # One iteration on a few questions: sized to finish well inside 15 minutes on 2 CPU cores with
 # the bundled 0.5B model (G stays at the paper's 4, so the group signal is the real one).
@@ -260,8 +260,7 @@ async def run_demo(
         folders["start"], folders["final"], tested, seed=config.seed, before_label=start_label
     )
     method = deps.credit_method()
-    if deps.usage is not None:  # the report's usage table then covers the test as well
-        deps.run.write_usage(deps.usage())
+    write_run_usage(deps)  # the report's usage table then covers the test as well
     write_report(deps.run, method, comparison=comparison)
     return DemoResult(
         training=training,

@@ -110,6 +110,25 @@ def session_deps(
     )
 
 
+def write_run_usage(deps: TrainingDeps) -> None:
+    """usage.json: this session added to the earlier sessions of the run (`deps.usage`; none
+    when the provider keeps no ledger)."""
+    if deps.usage is not None:
+        deps.run.write_usage(deps.usage())
+
+
+@contextlib.contextmanager
+def usage_kept_on_failure(deps: TrainingDeps) -> Iterator[None]:
+    """A session that stops on an error still writes usage.json: the retries and failures in
+    it explain the stop. The session's own error stays the one raised."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(OSError):
+            write_run_usage(deps)
+        raise
+
+
 def run_usage(run: RunFolder, ledger: UsageLedger) -> Callable[[], dict[str, Any]]:
     """The run's usage so far: the earlier sessions' usage.json (read once, now) plus this
     session's ledger, so a resumed run neither loses nor double-counts a session."""
