@@ -455,15 +455,6 @@ NoFirstAgentNOpt = Annotated[
         rich_help_panel=setting_panel("first_agent_n"),
     ),
 ]
-PaperModeOpt = Annotated[
-    bool,
-    typer.Option(
-        "--paper-mode",
-        help="the paper's method only: the project's additions off (memorisation check, "
-        "GRSE's output contrast and tool-error rule)",
-        rich_help_panel=EVERY_METHOD,
-    ),
-]
 OutOpt = Annotated[Path | None, typer.Option(help="run folder (default runs/<task>-<time>)")]
 ResumeOpt = Annotated[Path | None, typer.Option(help="continue the run in this folder")]
 ExportOpt = Annotated[
@@ -610,7 +601,6 @@ def train(
     dapo_filter: DapoFilterOpt = False,
     with_labels: WithLabelsOpt = False,
     no_first_agent_n: NoFirstAgentNOpt = False,
-    paper_mode: PaperModeOpt = False,
     out: OutOpt = None,
     resume: ResumeOpt = None,
     export: ExportOpt = None,
@@ -654,7 +644,6 @@ def train(
             "dapo_filter": dapo_filter or None,
             "with_labels": with_labels or None,
             "first_agent_n": False if no_first_agent_n else None,
-            "paper_mode": paper_mode or None,
             "skill_mode": skill_mode,
             "probe": None,
         }
