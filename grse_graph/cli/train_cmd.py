@@ -26,7 +26,7 @@ from grse_graph.cli.options import (
 from grse_graph.errors import ConfigError
 from grse_graph.llm import LLMConfig, load_config
 from grse_graph.methods.registry import BUILTIN_METHODS, METHOD_NAMES, MethodClass, method_class
-from grse_graph.skills import PACK_SKILLS_DIR, check_pack_destination, export_run_pack, import_pack
+from grse_graph.skills import PACK_SKILLS_DIR, check_pack_destination, import_pack
 from grse_graph.tasks.base import Task
 from grse_graph.tasks.planted import PlantedLibrary, demo_planted
 from grse_graph.team import default_team
@@ -50,6 +50,7 @@ from grse_graph.training.demo import (
 )
 from grse_graph.training.report import library_skills
 from grse_graph.training.review import ReviewAnswer, ReviewRequest
+from grse_graph.training.run_export import export_run_pack
 from grse_graph.training.run_folder import RunFolder, default_run_dir
 from grse_graph.training.runner import TrainResult, run_training
 from grse_graph.training.session import (
@@ -455,6 +456,15 @@ NoFirstAgentNOpt = Annotated[
         rich_help_panel=setting_panel("first_agent_n"),
     ),
 ]
+PaperModeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--paper-mode",
+        help="the paper's method only: the project's additions off (memorisation check, "
+        "GRSE's output contrast and tool-error rule)",
+        rich_help_panel=EVERY_METHOD,
+    ),
+]
 OutOpt = Annotated[Path | None, typer.Option(help="run folder (default runs/<task>-<time>)")]
 ResumeOpt = Annotated[Path | None, typer.Option(help="continue the run in this folder")]
 ExportOpt = Annotated[
@@ -601,6 +611,7 @@ def train(
     dapo_filter: DapoFilterOpt = False,
     with_labels: WithLabelsOpt = False,
     no_first_agent_n: NoFirstAgentNOpt = False,
+    paper_mode: PaperModeOpt = False,
     out: OutOpt = None,
     resume: ResumeOpt = None,
     export: ExportOpt = None,
@@ -644,6 +655,7 @@ def train(
             "dapo_filter": dapo_filter or None,
             "with_labels": with_labels or None,
             "first_agent_n": False if no_first_agent_n else None,
+            "paper_mode": paper_mode or None,
             "skill_mode": skill_mode,
             "probe": None,
         }

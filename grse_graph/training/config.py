@@ -106,6 +106,16 @@ class TrainConfig(BaseModel):
         "(greedy, skills masked) and add it to the plan beside the critic's credit; None: off "
         "(the paper's method)",
     )
+    memorisation_check: bool = Field(
+        default=True,
+        description="project addition: every drafted skill body is checked against the run's "
+        "training inputs and the text it restates (copy, entity and restates rules)",
+    )
+    paper_mode: bool = Field(
+        default=False,
+        description="the paper's method only: the project's additions (memorisation_check and "
+        "the method's own, e.g. GRSE's output_contrast and tool_error_rule) off",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -124,7 +134,16 @@ class TrainConfig(BaseModel):
                 section = section.model_dump()
             section = {**section, **flat}
         data["method"] = section
-        return data
+        return _paper_mode_values(data) if data.get("paper_mode") is True else data
+
+    @model_validator(mode="after")
+    def _paper_mode_has_no_addition(self) -> TrainConfig:
+        on = [name for name in self.project_additions() if self.addition_on(name)]
+        if self.paper_mode and on:
+            raise ValueError(
+                f"paper_mode turns the project's additions off; remove {', '.join(on)}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _sampling_has_no_fixed_seed(self) -> TrainConfig:
@@ -133,9 +152,60 @@ class TrainConfig(BaseModel):
             raise ValueError("training_sampling.seed must be unset: seeds are set per rollout")
         return self
 
+    def project_additions(self) -> tuple[str, ...]:
+        """The settings of the project's additions to the paper this run has: the loop's
+        (`LOOP_ADDITIONS`) and its method section's (`project_additions` of its settings)."""
+        return LOOP_ADDITIONS + method_additions(self.method)
+
+    def addition_on(self, name: str) -> bool:
+        """Whether the project addition `name` (a loop setting or a method-section field) is
+        on in this run."""
+        source = self if name in LOOP_ADDITIONS else self.method
+        return bool(getattr(source, name))
+
+    def mode(self) -> str:
+        """`paper` or `project`, and the additions on: the line a report states."""
+        if self.paper_mode:
+            return "paper (the project's additions off)"
+        on = [name for name in self.project_additions() if self.addition_on(name)]
+        return f"project (additions on: {', '.join(on) or 'none'})"
+
+    def setting_default(self, name: str) -> Any:
+        """The default of a loop-level setting in this run's mode (a project addition's
+        default is off in paper mode)."""
+        if self.paper_mode and name in LOOP_ADDITIONS:
+            return False
+        return TrainConfig.model_fields[name].get_default(call_default_factory=True)
+
     def operator_schedule(self) -> OperatorSchedule:
         """The configured schedule, or the paper's schedule for this task."""
         return self.schedule if self.schedule is not None else OperatorSchedule.for_task(self.task)
+
+
+LOOP_ADDITIONS: tuple[str, ...] = ("memorisation_check",)
+"""Loop-level settings that switch one of the project's additions to the paper on or off."""
+
+
+def method_additions(section: object) -> tuple[str, ...]:
+    """The project-addition fields of a method section (its settings type's
+    `project_additions`; none for a method that declares none)."""
+    return tuple(getattr(section, "project_additions", ()))
+
+
+def _paper_mode_values(data: dict[str, Any]) -> dict[str, Any]:
+    """A config table in paper mode with every project addition it does not give set off (the
+    validator after refuses one given on)."""
+    data = {**data}
+    for name in LOOP_ADDITIONS:
+        data.setdefault(name, False)
+    section = data["method"]
+    if isinstance(section, BaseModel):
+        section = section.model_dump()
+    if isinstance(section, dict):
+        cls = BUILTIN_METHODS.get(str(section.get("name", "grse")))
+        fields = method_additions(cls.settings_type) if cls is not None else ()
+        data["method"] = {**{name: False for name in fields}, **section}
+    return data
 
 
 Removal = Callable[[str], str]
@@ -157,8 +227,8 @@ def unread_settings(
     unread = cls.unread_settings(config.method)
     return [
         name
-        for name, field in TrainConfig.model_fields.items()
-        if name in unread and getattr(config, name) != field.get_default(call_default_factory=True)
+        for name in TrainConfig.model_fields
+        if name in unread and getattr(config, name) != config.setting_default(name)
     ]
 
 

@@ -293,6 +293,8 @@ def write_report(
         f"{config.validation_size or 'all'} x H={config.validation_repeats}, delta "
         f"{config.delta}, library limit {config.library_limit}; {method.summary()}.",
         "",
+        f"Mode: {config.mode()}.",
+        "",
         "## Validation and gate",
         "",
         "![validation](plots/validation.png)",

@@ -222,11 +222,20 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def check_diagnosis(d: FailureDiagnosis, ctx: CheckContext) -> list[str]:
-    """All violations of all attribution rules, in rule order."""
+PROJECT_RULES: frozenset[Rule] = frozenset({check_tool_failure_has_tool_error})
+"""The rules the project adds to the paper's checks (`tool_error_rule`: a tool_failure needs a
+tool error in a cited failed step); the paper mode runs without them."""
+
+
+def check_diagnosis(
+    d: FailureDiagnosis, ctx: CheckContext, *, tool_error_rule: bool = True
+) -> list[str]:
+    """All violations of the attribution rules, in rule order (without the project's
+    tool-error rule when `tool_error_rule` is off)."""
     out: list[str] = []
     for rule in RULES:
-        out.extend(rule(d, ctx))
+        if tool_error_rule or rule not in PROJECT_RULES:
+            out.extend(rule(d, ctx))
     return out
 
 

@@ -56,9 +56,12 @@ def dedupe_credits(
     return kept, dropped
 
 
-def group_vocabulary(ctx: CheckContext, *, flat: bool = False) -> CriticVocabulary:
+def group_vocabulary(
+    ctx: CheckContext, *, flat: bool = False, tool_error_rule: bool = True
+) -> CriticVocabulary:
     """Each agent's skills and step labels in a group, split by whether the rollout succeeded
-    (`flat`: advertised as one vocabulary over all agents)."""
+    (`flat`: advertised as one vocabulary over all agents). Without the `tool_error_rule`
+    every agent may name tool_failure, tool error or not."""
     failed: dict[str, list[str]] = {agent: [] for agent in ctx.library}
     successful: dict[str, list[str]] = {agent: [] for agent in ctx.library}
     tool_errors: set[str] = set()
@@ -74,7 +77,7 @@ def group_vocabulary(ctx: CheckContext, *, flat: bool = False) -> CriticVocabula
                 skills=tuple(sorted(ctx.library.get(agent, frozenset()))),
                 failed_refs=tuple(failed.get(agent, [])),
                 successful_refs=tuple(successful.get(agent, [])),
-                failed_tool_errors=agent in tool_errors,
+                failed_tool_errors=agent in tool_errors or not tool_error_rule,
             )
             for agent in {**failed, **successful}
         },
@@ -103,7 +106,10 @@ class GroupCritic:
 
     `observed_skill_use` says per agent whether skill loads are recorded (tool and path modes),
     `token_counter` counts the payload in the critic's tokens when `limits.max_tokens` is set,
-    and `answer_length_note` appends App. F's HotpotQA note to the system prompt.
+    and `answer_length_note` appends App. F's HotpotQA note to the system prompt. Two of the
+    project's additions to the paper can be switched off (paper mode): `output_contrast` (each
+    usable diagnosis carries the diagnosed agent's output in a failed and a successful run, as
+    induction evidence) and `tool_error_rule` (a tool_failure needs a tool error).
     """
 
     def __init__(
@@ -117,6 +123,8 @@ class GroupCritic:
         observed_skill_use: Mapping[str, bool] | None = None,
         token_counter: TokenCounter | None = None,
         answer_length_note: bool = False,
+        output_contrast: bool = True,
+        tool_error_rule: bool = True,
     ) -> None:
         self.provider = provider
         self.max_tokens = max_tokens
@@ -126,6 +134,8 @@ class GroupCritic:
         self.observed_skill_use = dict(observed_skill_use or {})
         self.token_counter = token_counter
         self.answer_length_note = answer_length_note
+        self.output_contrast = output_contrast
+        self.tool_error_rule = tool_error_rule
         self.system_prompt = prompts.critic_system(
             structured=structured, answer_length_note=answer_length_note
         )
@@ -141,7 +151,11 @@ class GroupCritic:
         the structured critic: App. F)."""
         names = {agent: library.names() for agent, library in libraries.items()}
         constraints = (
-            group_vocabulary(CheckContext.build(rollouts, names)) if self.structured else None
+            group_vocabulary(
+                CheckContext.build(rollouts, names), tool_error_rule=self.tool_error_rule
+            )
+            if self.structured
+            else None
         )
         return build_critic_payload(
             question,
@@ -221,7 +235,11 @@ class GroupCritic:
         # the skills and steps anyway, and the checks catch a wrong name).
         narrowing = schema_narrowing(model)
         vocabulary = (
-            group_vocabulary(CheckContext.build(rollouts, names), flat=narrowing == "flat")
+            group_vocabulary(
+                CheckContext.build(rollouts, names),
+                flat=narrowing == "flat",
+                tool_error_rule=self.tool_error_rule,
+            )
             if narrowing != "off"
             else None
         )
@@ -241,7 +259,7 @@ class GroupCritic:
         checked: list[CheckedDiagnosis | None] = []
         failing: list[tuple[int, FailureDiagnosis, list[str]]] = []
         for diagnosis in output.diagnoses:
-            violations = check_diagnosis(diagnosis, ctx)
+            violations = check_diagnosis(diagnosis, ctx, tool_error_rule=self.tool_error_rule)
             if violations:
                 failing.append((len(checked), diagnosis, violations))
                 checked.append(None)
@@ -265,7 +283,7 @@ class GroupCritic:
 
         final = [
             c.model_copy(update={"contrast": output_contrast(c.diagnosis, rollouts)})
-            if c.usable
+            if c.usable and self.output_contrast
             else c
             for c in checked
             if c is not None
@@ -332,7 +350,7 @@ class GroupCritic:
                 )
                 continue
             fixed = repair.diagnoses[n]
-            remaining = check_diagnosis(fixed, repaired_ctx)
+            remaining = check_diagnosis(fixed, repaired_ctx, tool_error_rule=self.tool_error_rule)
             if remaining:
                 results.append(
                     CheckedDiagnosis(

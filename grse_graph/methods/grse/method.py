@@ -39,7 +39,13 @@ the critic's prompt, schema and 1,024-token answer. Raise it for a long-context 
 
 
 class GrseSettings(MethodSettings):
-    """GRSE's section of `TrainConfig` (paper defaults: G = 4, critic cap from the role)."""
+    """GRSE's section of `TrainConfig` (paper defaults: G = 4, critic cap from the role).
+
+    `output_contrast` and `tool_error_rule` are the project's additions to the paper's critic
+    (`GroupCritic`), listed in `project_additions`: `TrainConfig.paper_mode` turns them off.
+    """
+
+    project_additions: ClassVar[tuple[str, ...]] = ("output_contrast", "tool_error_rule")
 
     name: Literal["grse"] = "grse"
     group_size: int = Field(default=4, ge=1)
@@ -56,6 +62,16 @@ class GrseSettings(MethodSettings):
     aggregation: AggregationSettings = Field(default_factory=AggregationSettings)
     aggregate_max_tokens: int = Field(default=DEFAULT_AGGREGATE_MAX_TOKENS, ge=1)
     operators: OperatorSettings = Field(default_factory=OperatorSettings)
+    output_contrast: bool = Field(
+        default=True,
+        description="project addition: each usable diagnosis carries the agent's output in a "
+        "failed and a successful run as induction evidence",
+    )
+    tool_error_rule: bool = Field(
+        default=True,
+        description="project addition: a tool_failure diagnosis needs a tool error in a cited "
+        "failed step",
+    )
 
 
 class CritiqueRecord(CreditRecord):
@@ -138,6 +154,8 @@ class GrseMethod(BaseCreditMethod[GrseSettings, CritiqueRecord]):
             ),
             answer_length_note=inputs.task.name == "hotpotqa"
             or inputs.question.context.get("metric") == "hotpotqa",
+            output_contrast=s.output_contrast,
+            tool_error_rule=s.tool_error_rule,
         )
 
     async def credit(self, unit: CreditUnit, inputs: CreditInputs) -> CritiqueRecord:
@@ -181,7 +199,8 @@ class GrseMethod(BaseCreditMethod[GrseSettings, CritiqueRecord]):
         s = self.settings
         return (
             f"group size G={s.group_size}, structured={s.structured}, "
-            f"dapo_filter={s.dapo_filter}, with_labels={s.with_labels}"
+            f"dapo_filter={s.dapo_filter}, with_labels={s.with_labels}, "
+            f"output_contrast={s.output_contrast}, tool_error_rule={s.tool_error_rule}"
         )
 
     def report_lines(

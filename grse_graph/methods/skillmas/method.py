@@ -77,9 +77,10 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
     state_type: ClassVar[type[BaseModel] | None] = SkillmasState
     # Its rounds commit by `accept` (no gate: delta), its own update edits the libraries (no
     # shared operators: schedule; nothing proposed to review), one rollout per question (no
-    # n=G presampling), and the probe's measured credit has no place in its update.
+    # n=G presampling), and the probe's measured credit has no place in its update; it
+    # drafts no operator body, so nothing goes through the memorisation check.
     ignored_settings: ClassVar[frozenset[str]] = frozenset(
-        {"delta", "schedule", "review", "first_agent_n", "probe"}
+        {"delta", "schedule", "review", "first_agent_n", "probe", "memorisation_check"}
     )
 
     @classmethod

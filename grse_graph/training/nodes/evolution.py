@@ -46,10 +46,13 @@ def agent_context(ctx: TrainingContext) -> dict[str, str]:
     }
 
 
-def memorisation_check(ctx: TrainingContext, iteration: int) -> MemorisationCheck:
+def memorisation_check(ctx: TrainingContext, iteration: int) -> MemorisationCheck | None:
     """The memorisation check over the questions the run trained on in iterations 1..t (their
     text, gold answers and passages or conversation); the agents' role and task text and the
-    task guidance may be repeated freely. Blocking (renders contexts): run it off the loop."""
+    task guidance may be repeated freely. None when the run's `memorisation_check` (a project
+    addition) is off. Blocking (renders contexts): run it off the loop."""
+    if not ctx.config.memorisation_check:
+        return None
     plans = [ctx.plan_of(t).result for t in range(1, iteration + 1)]
     qids = list(dict.fromkeys(q for plan in plans for q in plan.question_ids))
     allowed = [*agent_context(ctx).values(), operator_guidance(ctx.task)]
