@@ -94,7 +94,8 @@ def _train(spec: RunSpec, model: CostModel, test_questions: int | None) -> Cost:
     # Validation: the base and one candidate per agent, each V x H executions.
     validated = iterations * validation * config.validation_repeats * (1 + AGENTS)
     tested = 2 * _questions(spec, test_questions)  # starting and trained libraries
-    actor = _actor(model, spec.task, trained + validated + tested, per_question)
+    probed = iterations * config.probe.budget if config.probe is not None else 0
+    actor = _actor(model, spec.task, trained + validated + tested + probed, per_question)
     critic_calls = iterations * config.batch_size * (AGENTS if rollouts == 1 else 1)
     critic = RoleCost(
         calls=critic_calls,
