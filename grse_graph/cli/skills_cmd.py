@@ -25,8 +25,9 @@ from rich.table import Table
 from rich.text import Text
 
 from grse_graph.errors import SkillError
-from grse_graph.skills import PathReport, Skill, approx_tokens, export_run_pack, inspect_path, shown
+from grse_graph.skills import PathReport, Skill, approx_tokens, inspect_path, shown
 from grse_graph.skills.diff import library_diff
+from grse_graph.training.run_export import export_run_pack
 
 from .audit_cmd import audit_command
 

@@ -6,7 +6,6 @@
   an agent in the prompt or through a `load_skill` tool.
 - `export_pack` / `import_pack` / `load_libraries`: shipping libraries of a whole team.
 - `validate_path` / `inspect_path`: checking anything on disk, all problems at once.
-- `export_run_pack`: a training run's libraries as a pack, with or without bookkeeping.
 - `checked_name` / `checked_resource_path`: model output that becomes a name or path gets the
   checks a file on disk gets. `read_run_file`: a run folder's files through the same boundary.
 - `shown`: any untrusted text made safe for a terminal, on one line.
@@ -46,7 +45,6 @@ from .model import (
 )
 from .pack import PACK_SKILLS_DIR, check_pack_destination, export_pack, import_pack, load_libraries
 from .render import SKILL_TOOL_NAME, render_index, render_inline
-from .run_export import export_run_pack, run_libraries
 from .text import approx_tokens, shown
 from .tool import LoadSkillArgs, SkillInvocation, SkillUseRecorder, make_skill_tool
 from .validate import PathReport, inspect_path, validate_path
@@ -91,7 +89,6 @@ __all__ = [
     "checked_resource_path",
     "durable_write",
     "export_pack",
-    "export_run_pack",
     "import_pack",
     "inspect_path",
     "is_agent_name",
@@ -101,7 +98,6 @@ __all__ = [
     "recover_leftovers",
     "render_index",
     "render_inline",
-    "run_libraries",
     "shown",
     "slugify_name",
     "validate_path",

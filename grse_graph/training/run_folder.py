@@ -30,8 +30,11 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from grse_graph.durable import atomic_write_text
+from grse_graph.errors import SkillError
 from grse_graph.jsonl import JsonlStore, RunFolderError
 from grse_graph.skills import SkillLibrary
+from grse_graph.skills.boundary import Boundary, decode_utf8
+from grse_graph.skills.text import shown
 from grse_graph.validation_text import describe_validation_error
 
 from .config import TrainConfig
@@ -49,6 +52,17 @@ from .records import (
 )
 
 C = TypeVar("C", bound=BaseModel)
+
+CONFIG_FILE = "config.json"
+LIBRARIES_DIR = "libraries"
+GATE_FILE = "gate.jsonl"
+METHOD_STATE_FILE = "method_state.jsonl"
+MAX_RECORDS_BYTES = 64 * 1024 * 1024
+"""The most of a JSONL record file a reader through the run folder's boundary takes in."""
+
+UNSHIPPED_STATUSES = frozenset({"shadow", "disabled"})
+"""Skill statuses in a method's state that keep a skill out of a shipped pack: a SkillMAS shadow
+skill is still on trial in its validation pool, a disabled one lost it."""
 
 
 def _unit_id(record: Any) -> str:
@@ -73,7 +87,7 @@ class RunFolder:
         )
         self._credits: dict[type[BaseModel], JsonlStore[Any]] = {}
         self.method_states = JsonlStore(
-            self.path / "method_state.jsonl", MethodStateRecord, key=lambda r: str(r.iteration)
+            self.path / METHOD_STATE_FILE, MethodStateRecord, key=lambda r: str(r.iteration)
         )
         self.aggregates = JsonlStore(
             self.path / "aggregates.jsonl", AggregateRecord, key=lambda r: str(r.iteration)
@@ -86,7 +100,7 @@ class RunFolder:
         self.validation = JsonlStore(
             self.path / "validation.jsonl", ValidationRecord, key=lambda r: r.unit_id
         )
-        self.gate = JsonlStore(self.path / "gate.jsonl", GateRecord, key=lambda r: str(r.iteration))
+        self.gate = JsonlStore(self.path / GATE_FILE, GateRecord, key=lambda r: str(r.iteration))
         self.probe_results = JsonlStore(
             self.path / "probe_results.jsonl", ProbeRecord, key=lambda r: str(r.iteration)
         )
@@ -105,7 +119,7 @@ class RunFolder:
     @property
     def config_path(self) -> Path:
         """RUN/config.json."""
-        return self.path / "config.json"
+        return self.path / CONFIG_FILE
 
     @property
     def checkpoint_path(self) -> Path:
@@ -157,7 +171,7 @@ class RunFolder:
 
     def library_dir(self, iteration: int, agent: str) -> Path:
         """RUN/libraries/iter_<t>/<agent>: the library of `agent` after iteration t."""
-        return self.path / "libraries" / f"iter_{iteration}" / agent
+        return self.path / LIBRARIES_DIR / f"iter_{iteration}" / agent
 
     def candidate_dir(self, iteration: int, agent: str) -> Path:
         """RUN/candidates/iter_<t>/<agent>: the candidate library proposed in iteration t."""
@@ -178,7 +192,7 @@ class RunFolder:
 
     def library_iterations(self) -> list[int]:
         """The iterations t that have a saved libraries/iter_<t> folder, ascending."""
-        root = self.path / "libraries"
+        root = self.path / LIBRARIES_DIR
         if not root.exists():
             return []
         found = [int(p.name.removeprefix("iter_")) for p in root.glob("iter_*") if p.is_dir()]
@@ -198,3 +212,36 @@ class RunFolder:
         if not isinstance(data, dict):
             raise RunFolderError(f"{self.usage_path}: expected a JSON object")
         return data
+
+
+def unpromoted_skills(run_dir: Path | str, iteration: int) -> dict[str, set[str]]:
+    """agent -> skills the method state of `iteration` marks shadow or disabled (a SkillMAS
+    run's validation pool); empty for methods whose state has no skill statuses."""
+    run = Path(run_dir)
+    boundary = Boundary(run, "run folder")
+    path = run / METHOD_STATE_FILE
+    if not boundary.exists(path):
+        return {}
+    text = decode_utf8(boundary.read(path, MAX_RECORDS_BYTES, METHOD_STATE_FILE), path)
+    lines = text.split("\n")
+    status: Any = None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict) or not isinstance(record.get("state"), dict):
+                raise TypeError
+        except (ValueError, TypeError, RecursionError):
+            if number == len(lines):  # a partial last line a crash left: not a record yet
+                continue
+            raise SkillError(f"{shown(path)}:{number}: not a method state record") from None
+        if record.get("iteration") == iteration:
+            status = record["state"].get("status")
+    if not isinstance(status, dict):
+        return {}
+    return {
+        agent: {name for name, value in names.items() if value in UNSHIPPED_STATUSES}
+        for agent, names in status.items()
+        if isinstance(names, dict)
+    }

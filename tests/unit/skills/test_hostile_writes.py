@@ -26,11 +26,11 @@ from grse_graph.skills import (
     checked_name,
     checked_resource_path,
     export_pack,
-    export_run_pack,
     import_pack,
     read_run_file,
 )
 from grse_graph.skills.diff import library_diff
+from grse_graph.training.run_export import export_run_pack
 
 GRSE = [sys.executable, "-c", "from grse_graph.cli import main; main()"]
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from grse_graph.skills import SkillLibrary, export_run_pack, import_pack
-from grse_graph.skills.run_export import unpromoted_skills
+from grse_graph.skills import SkillLibrary, import_pack
+from grse_graph.training.run_export import export_run_pack
+from grse_graph.training.run_folder import unpromoted_skills
 from grse_graph.training.runner import run_training
 from tests.unit.methods.skillmas.skillmas_fakes import Calls
 from tests.unit.methods.skillmas.test_skillmas_loop import (

@@ -1,12 +1,12 @@
-"""A training run's libraries as a pack (`grse skills export RUN PACK`).
+"""A training run's libraries as a pack (`grse skills export RUN PACK`, `grse train --export`).
 
 Training leaves `RUN/libraries/iter_<t>/<agent>/<skill>/SKILL.md`; iteration t >= 1 is complete
 once its gate record is in `RUN/gate.jsonl` (written after the libraries), iteration 0 is the
-start. Everything is read through the run folder's boundary, and each library is checked
-against the hash the gate recorded for it. The `grse-*` bookkeeping (utility, provenance,
-iteration, parent hash) can be stripped so it does not ship into production prompts.
-Skills a method state marks as not promoted (SkillMAS's shadow skills in its validation pool,
-`RUN/method_state.jsonl` field `status`) are left out of the pack.
+start. Everything is read through the run folder's boundary (the folder may come from anyone),
+and each library is checked against the hash the gate recorded for it. The `grse-*`
+bookkeeping (utility, provenance, iteration, parent hash) can be stripped so it does not ship
+into production prompts. Skills the run's method state does not ship (`unpromoted_skills`) are
+left out of the pack.
 """
 
 from __future__ import annotations
@@ -17,19 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from grse_graph.errors import SkillError
+from grse_graph.skills import SkillLibrary, export_pack, is_agent_name, shown
+from grse_graph.skills.boundary import Boundary, decode_utf8
+from grse_graph.skills.library import read_library_folder
+from grse_graph.skills.limits import MAX_MANIFEST_BYTES
 
-from .boundary import Boundary, decode_utf8
-from .library import SkillLibrary, read_library_folder
-from .limits import MAX_MANIFEST_BYTES, is_agent_name
-from .pack import export_pack
-from .text import shown
+from .run_folder import (
+    CONFIG_FILE,
+    GATE_FILE,
+    LIBRARIES_DIR,
+    MAX_RECORDS_BYTES,
+    unpromoted_skills,
+)
 
-LIBRARIES_DIR = "libraries"
-GATE_FILE = "gate.jsonl"
-CONFIG_FILE = "config.json"
-METHOD_STATE_FILE = "method_state.jsonl"
-UNSHIPPED_STATUSES = frozenset({"shadow", "disabled"})
-MAX_GATE_BYTES = 64 * 1024 * 1024
 _ITERATION = re.compile(r"^iter_(0|[1-9][0-9]{0,8})$")
 
 
@@ -38,7 +38,7 @@ def _committed(boundary: Boundary, run: Path) -> dict[int, dict[str, Any]]:
     path = run / GATE_FILE
     if not boundary.exists(path):
         return {}
-    text = decode_utf8(boundary.read(path, MAX_GATE_BYTES, GATE_FILE), path)
+    text = decode_utf8(boundary.read(path, MAX_RECORDS_BYTES, GATE_FILE), path)
     lines = text.split("\n")
     committed: dict[int, dict[str, Any]] = {}
     for number, line in enumerate(lines, 1):
@@ -119,39 +119,6 @@ def run_libraries(
             )
         libraries[agent_dir.name] = library
     return iteration, libraries
-
-
-def unpromoted_skills(run_dir: Path | str, iteration: int) -> dict[str, set[str]]:
-    """agent -> skills the method state of `iteration` marks shadow or disabled (a SkillMAS
-    run's validation pool); empty for methods whose state has no skill statuses."""
-    run = Path(run_dir)
-    boundary = Boundary(run, "run folder")
-    path = run / METHOD_STATE_FILE
-    if not boundary.exists(path):
-        return {}
-    text = decode_utf8(boundary.read(path, MAX_GATE_BYTES, METHOD_STATE_FILE), path)
-    lines = text.split("\n")
-    status: Any = None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            if not isinstance(record, dict) or not isinstance(record.get("state"), dict):
-                raise TypeError
-        except (ValueError, TypeError, RecursionError):
-            if number == len(lines):  # a partial last line a crash left: not a record yet
-                continue
-            raise SkillError(f"{shown(path)}:{number}: not a method state record") from None
-        if record.get("iteration") == iteration:
-            status = record["state"].get("status")
-    if not isinstance(status, dict):
-        return {}
-    return {
-        agent: {name for name, value in names.items() if value in UNSHIPPED_STATUSES}
-        for agent, names in status.items()
-        if isinstance(names, dict)
-    }
 
 
 def export_run_pack(
