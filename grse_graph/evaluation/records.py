@@ -64,6 +64,20 @@ class GroupSummary(BaseModel):
         description="answers carrying a dialogue-id citation; scored as they are, as the "
         "official LoCoMo scorer scores them",
     )
+    evidence_citation_rate: float | None = Field(
+        default=None,
+        description="conversation tasks: share of executions whose first agent's hand-off "
+        "cites a dialogue id [D<session>:<turn>] (metrics.evidence_citation_rate)",
+    )
+
+
+class CategoryAverage(BaseModel):
+    """The paper's Avg. column: each metric and the reward averaged over the categories (each
+    category weighs the same, whatever its number of questions)."""
+
+    categories: int
+    reward: float
+    metrics: dict[str, float]
 
 
 class EvalSummary(BaseModel):
@@ -77,5 +91,8 @@ class EvalSummary(BaseModel):
     failed: int
     overall: GroupSummary
     per_category: dict[str, GroupSummary] = Field(default_factory=dict)
+    category_average: CategoryAverage | None = Field(
+        default=None, description="Avg. over the categories (two or more categories only)"
+    )
     elapsed_s: float = Field(default=0.0, description="wall time over every session of the folder")
     out_dir: str = ""

@@ -178,6 +178,7 @@ async def run_evaluation(
         categories=list(task.categories),
         elapsed_s=earlier_s + time.perf_counter() - started,
         out_dir=str(folder.path),
+        evidence=task.kind == "conversation",
     )
     folder.write_summary(summary)
     if progress:

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from grse_graph.metrics.analysis import carries_citation
+from grse_graph.metrics.analysis import carries_citation, evidence_citation_rate
 
-from .records import EvalSummary, GroupSummary, PredictionRecord
+from .records import CategoryAverage, EvalSummary, GroupSummary, PredictionRecord
 from .transitions import OUTCOMES, LibraryComparison, Outcome
 
 STATE_KEYS: tuple[str, ...] = ("correct", "wrong", "declined", "failed")
@@ -25,8 +25,43 @@ def metric_names(records: Sequence[PredictionRecord]) -> list[str]:
     return names
 
 
-def summarize_group(records: Sequence[PredictionRecord], names: Sequence[str]) -> GroupSummary:
-    """Means over `records`.
+def hand_off(record: PredictionRecord) -> str | None:
+    """The first agent's output of a finished record's execution (its hand-off to the next
+    agent), or None when the record keeps no execution with two agents."""
+    rollout = record.rollout
+    if record.failed or rollout is None or len({s.agent for s in rollout.steps}) < 2:
+        return None
+    first = rollout.steps[0].agent
+    return "\n".join(step.output for step in rollout.steps_of(first))
+
+
+def evidence_rate(records: Sequence[PredictionRecord]) -> float | None:
+    """`evidence_citation_rate` over the hand-offs of `records` (None without any)."""
+    texts = [text for text in map(hand_off, records) if text is not None]
+    return evidence_citation_rate(texts) if texts else None
+
+
+def category_average(per_category: dict[str, GroupSummary]) -> CategoryAverage | None:
+    """The Avg. over two or more categories: each metric over the categories that report it."""
+    groups = [g for g in per_category.values() if g.count > 0]
+    if len(groups) < 2:
+        return None
+    names = list(dict.fromkeys(n for g in groups for n in g.metrics))
+    return CategoryAverage(
+        categories=len(groups),
+        reward=sum(g.reward for g in groups) / len(groups),
+        metrics={
+            n: sum(g.metrics[n] for g in groups if n in g.metrics)
+            / sum(1 for g in groups if n in g.metrics)
+            for n in names
+        },
+    )
+
+
+def summarize_group(
+    records: Sequence[PredictionRecord], names: Sequence[str], *, evidence: bool = False
+) -> GroupSummary:
+    """Means over `records` (with `evidence`, the evidence citation rate of their hand-offs).
 
     A metric is averaged over the successful records that report it plus every failed record
     (which counts 0); a metric no successful record of the group reports is left out. Mixed
@@ -63,6 +98,7 @@ def summarize_group(records: Sequence[PredictionRecord], names: Sequence[str]) -
         metrics=metrics,
         states=states,
         cited_answers=cited,
+        evidence_citation_rate=evidence_rate(records) if evidence else None,
     )
 
 
@@ -76,14 +112,17 @@ def summarize(
     categories: Sequence[str] = (),
     elapsed_s: float = 0.0,
     out_dir: str = "",
+    evidence: bool = False,
 ) -> EvalSummary:
     """The summary of the finished records of one run (categories in the task's report order,
-    then any others sorted)."""
+    then any others sorted, and their Avg.); `evidence` (conversation tasks) adds the evidence
+    citation rate of the first agent's hand-offs."""
     names = metric_names([r for r in records if not r.failed])
     seen = {r.category for r in records if r.category is not None}
     ordered = [c for c in categories if c in seen] + sorted(seen - set(categories))
     per_category = {
-        c: summarize_group([r for r in records if r.category == c], names) for c in ordered
+        c: summarize_group([r for r in records if r.category == c], names, evidence=evidence)
+        for c in ordered
     }
     return EvalSummary(
         task=task,
@@ -92,8 +131,9 @@ def summarize(
         questions=questions,
         finished=len(records),
         failed=sum(1 for r in records if r.failed),
-        overall=summarize_group(records, names),
+        overall=summarize_group(records, names, evidence=evidence),
         per_category=per_category,
+        category_average=category_average(per_category),
         elapsed_s=elapsed_s,
         out_dir=out_dir,
     )
@@ -116,6 +156,12 @@ def summary_table(summary: EvalSummary) -> Table:
     cited = summary.overall.cited_answers > 0
     if cited:
         table.add_column("cited answers", justify="right")
+    evidence = summary.overall.evidence_citation_rate is not None
+    if evidence:
+        table.add_column("evidence cited", justify="right")
+
+    def rate(value: float | None) -> str:
+        return f"{100 * value:.0f}%" if value is not None else "-"
 
     def row(label: str, group: GroupSummary, style: str | None = None) -> None:
         table.add_row(
@@ -125,11 +171,21 @@ def summary_table(summary: EvalSummary) -> Table:
             *(f"{100 * group.metrics[n]:.1f}" if n in group.metrics else "-" for n in names),
             *(f"{100 * group.states[s]:.0f}%" for s in STATE_KEYS[:3]),
             *([str(group.cited_answers)] if cited else []),
+            *([rate(group.evidence_citation_rate)] if evidence else []),
             style=style,
         )
 
     for category, group in summary.per_category.items():
         row(category, group)
+    average = summary.category_average
+    if average is not None:
+        table.add_row(
+            "Avg.",
+            "-",
+            "-",
+            *(f"{100 * average.metrics[n]:.1f}" if n in average.metrics else "-" for n in names),
+            *(["-"] * (3 + cited + evidence)),
+        )
     row("overall", summary.overall, style="bold")
     return table
 

@@ -19,6 +19,7 @@ from grse_graph.methods.base import CreditMethod
 from grse_graph.methods.registry import BUILTIN_METHODS, MethodClass, create_method
 from grse_graph.skills import Skill
 
+from .actor_tokens import actor_token_lines, actor_tokens
 from .provenance import (
     GateEvidence,
     LearnedSkill,
@@ -345,5 +346,6 @@ def write_report(
                 f"{_cell(s.provenance or '-')} |"
             )
     out += ["", "## Tokens and time per role", "", *_usage_table(run.read_usage()), ""]
+    out += ["### Actor tokens by stage", "", *actor_token_lines(actor_tokens(run)), ""]
     run.report_path.write_text("\n".join(out), encoding="utf-8")
     return run.report_path
