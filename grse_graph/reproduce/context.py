@@ -80,6 +80,8 @@ class TableContext:
     data: dict[str, str | None]
     root: Path
     planted: Path | None = None
+    paper_mode: bool = False
+    """Train in the paper's mode: the project's additions to the method off."""
     console: Console = field(default_factory=Console)
 
     @property

@@ -13,11 +13,6 @@ from .context import TableContext
 from .manifest import RunSpec
 from .settings import PaperSettings
 
-MODE_LINE = (
-    "mode: package defaults (its own additions stay on: the memorisation/restates check on "
-    "drafts, the output contrast in induction evidence, the tool-error rule for tool_failure; "
-    "a paper mode that turns them off is not built yet)"
-)
 ROLE_CAPS: dict[RoleName, str] = {"actor": "actor", "critic": "critic", "optimizer": "induce"}
 
 
@@ -81,7 +76,12 @@ def deviations(ctx: TableContext, runs: Sequence[RunSpec]) -> list[str]:
         )
     if len(ctx.seeds) != 3:
         lines.append(f"{len(ctx.seeds)} seed(s) (paper: 3)")
-    lines.append(MODE_LINE)
+    modes = {
+        f"mode of {spec.method} runs: " + TrainConfig.model_validate(spec.params["config"]).mode()
+        for spec in runs
+        if spec.kind == "train"
+    }
+    lines += sorted(modes) or ["mode: no training run in this table"]
     for actor in ctx.actors:
         for role, paper_key in ROLE_CAPS.items():
             cap = actor.llm.role(role).max_tokens

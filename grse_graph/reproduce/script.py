@@ -80,6 +80,12 @@ def parser_for(table: TableDef) -> argparse.ArgumentParser:
     )
     parser.add_argument("--paper-dir", type=Path, default=None, help="default evals/paper")
     parser.add_argument(
+        "--paper-mode",
+        action="store_true",
+        help="train in the paper's mode: the project's additions (memorisation check, GRSE's "
+        "output contrast and tool-error rule) off; every table states its mode",
+    )
+    parser.add_argument(
         "--planted", type=Path, default=None, help="planted-library JSON (Tables 4 and 5)"
     )
     for task in DATA_DEFAULTS:
@@ -112,6 +118,7 @@ def context_from(table: TableDef, args: argparse.Namespace, console: Console) ->
         data=data,
         root=args.out.resolve(),
         planted=args.planted,
+        paper_mode=args.paper_mode,
         console=console,
     )
 

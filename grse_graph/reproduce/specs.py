@@ -137,6 +137,8 @@ def training_config(
         batch = ctx.settings.batch_size(task, category)
         if batch is not None:
             table["batch_size"] = batch
+    if ctx.paper_mode:
+        table["paper_mode"] = True
     table.update(extra or {})
     return train_config(
         task,

@@ -21,7 +21,7 @@ from grse_graph.reproduce.paper import PaperTable
 from grse_graph.reproduce.specs import VARIANTS, eval_spec, train_spec
 from grse_graph.reproduce.table import Cell, Column, Metric, ResultTable, Row, collect
 from grse_graph.tasks.planted import PlantedLibrary, demo_planted, load_planted
-from grse_graph.training.config import TrainConfig
+from grse_graph.training.config import LOOP_ADDITIONS, TrainConfig, method_additions
 from grse_graph.training.demo import repair_config
 from grse_graph.training.repair import PlantedSkillOutcome, separation
 
@@ -43,6 +43,13 @@ def _config(ctx: TableContext, planted: PlantedLibrary, method: str, probe: bool
     config = repair_config(planted, method, probe=probe)
     dumped: dict[str, Any] = config.model_dump(mode="json")
     dumped["data"] = ctx.data.get(planted.task)
+    if ctx.paper_mode:
+        # Paper mode fills every project addition with off; the repair config names them on.
+        for name in LOOP_ADDITIONS:
+            dumped.pop(name, None)
+        for name in method_additions(config.method):
+            dumped["method"].pop(name, None)
+        dumped["paper_mode"] = True
     if not ctx.smoke:
         return TrainConfig.model_validate(dumped)
     smoke = ctx.settings.smoke

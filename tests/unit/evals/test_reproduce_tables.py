@@ -148,3 +148,20 @@ def test_table2_average_needs_every_category_of_a_seed(tmp_path: Path) -> None:
     assert grse.cells["qwen-7b|temporal:bleu"].ours() == "10.0"
     masks = next(row for row in table.rows if row.label == "MASkills")
     assert masks.cells["qwen-7b|avg:f1"].failed
+
+
+def test_paper_mode_is_stated_and_makes_its_own_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--dry-run", "--smoke", "--commit", "c0ffee0", "--out", str(tmp_path), *NO_DATA]
+    assert main("table4_5", args) == 0
+    project = capsys.readouterr().out
+    assert main("table4_5", [*args, "--paper-mode"]) == 0
+    paper = capsys.readouterr().out
+    assert "mode of grse runs: project (additions on: memorisation_check" in project
+    assert "mode of grse runs: paper (the project's additions off)" in paper
+
+    def train_ids(out: str) -> set[str]:
+        return {line.split()[0] for line in out.splitlines() if "[train]" in line}
+
+    assert train_ids(project) and not train_ids(project) & train_ids(paper)
