@@ -80,6 +80,39 @@ def unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+class SkillCreditLike(Protocol):
+    """A credit of one agent's skill, whatever the method's credit schema."""
+
+    @property
+    def agent(self) -> str: ...
+
+    @property
+    def skill_id(self) -> str: ...
+
+
+CreditT = TypeVar("CreditT", bound=SkillCreditLike)
+
+
+def first_credit_per_skill(
+    credits: Iterable[CreditT], library_names: Mapping[str, Iterable[str]]
+) -> tuple[list[CreditT], int]:
+    """The first credit per (agent, skill) whose skill is in that agent's library (in the
+    critic's order), and how many were dropped. "First wins" keeps the result deterministic
+    and independent of later, possibly contradicting, entries."""
+    names = {agent: set(n) for agent, n in library_names.items()}
+    seen: set[tuple[str, str]] = set()
+    kept: list[CreditT] = []
+    dropped = 0
+    for credit in credits:
+        key = (credit.agent, credit.skill_id)
+        if key in seen or credit.skill_id not in names.get(credit.agent, set()):
+            dropped += 1
+            continue
+        seen.add(key)
+        kept.append(credit)
+    return kept, dropped
+
+
 def bucket_by_skill(
     items: Iterable[ItemT],
     key: Callable[[ItemT], tuple[str, str]],

@@ -8,7 +8,7 @@ accepted) and `evolve` applies it before the operators run, so both see the same
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from grse_graph.methods.plan import AggregationResult, EditDirection
@@ -48,13 +48,25 @@ def replace_utilities(
 ) -> dict[str, SkillLibrary]:
     """GRSE's rule: a credited skill's utility becomes its direction's aggregated utility;
     uncredited skills keep theirs."""
+    return credited_utilities(libraries, aggregation, lambda _old, direction: direction.utility)
+
+
+def credited_utilities(
+    libraries: Mapping[str, SkillLibrary],
+    aggregation: AggregationResult,
+    new_utility: Callable[[float | None, EditDirection], float],
+) -> dict[str, SkillLibrary]:
+    """Every credited skill still in its library with the utility `new_utility` gives it from
+    its recorded one and its direction; uncredited skills keep theirs."""
     out = dict(libraries)
     for direction in aggregation.directions:
         library = out.get(direction.agent)
         if library is None or not library.has(direction.skill_id):
             continue
         skill = library.get(direction.skill_id)
-        out[direction.agent] = library.replace(skill.with_utility(direction.utility))
+        out[direction.agent] = library.replace(
+            skill.with_utility(new_utility(skill.utility, direction))
+        )
     return out
 
 
@@ -84,12 +96,4 @@ class MovingAverageUtilities:
     def __call__(
         self, libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult
     ) -> dict[str, SkillLibrary]:
-        out = dict(libraries)
-        for direction in aggregation.directions:
-            library = out.get(direction.agent)
-            if library is None or not library.has(direction.skill_id):
-                continue
-            skill = library.get(direction.skill_id)
-            new = self.updated(skill.utility, direction)
-            out[direction.agent] = library.replace(skill.with_utility(new))
-        return out
+        return credited_utilities(libraries, aggregation, self.updated)

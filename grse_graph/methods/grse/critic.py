@@ -11,6 +11,7 @@ from grse_graph.errors import StructuredOutputError
 from grse_graph.llm.provider import ChatModelProvider
 from grse_graph.llm.structured import astructured_call, schema_narrowing
 from grse_graph.llm.tokens import TokenCounter
+from grse_graph.methods.aggregation import first_credit_per_skill
 from grse_graph.methods.grse import prompts
 from grse_graph.methods.grse.checks import CheckContext, check_diagnosis, is_hypothesis
 from grse_graph.methods.grse.contrast import output_contrast
@@ -37,23 +38,9 @@ from grse_graph.team.rollout import Rollout
 def dedupe_credits(
     credits: Iterable[SkillCredit], library_names: Mapping[str, Iterable[str]]
 ) -> tuple[list[SkillCredit], int]:
-    """Keep the first credit per (agent, skill) whose skill is in that agent's library.
-
-    Returns the kept credits (in the critic's order) and how many were dropped. "First wins"
-    keeps the result deterministic and independent of later, possibly contradicting, entries.
-    """
-    names = {agent: set(n) for agent, n in library_names.items()}
-    seen: set[tuple[str, str]] = set()
-    kept: list[SkillCredit] = []
-    dropped = 0
-    for credit in credits:
-        key = (credit.agent, credit.skill_id)
-        if key in seen or credit.skill_id not in names.get(credit.agent, set()):
-            dropped += 1
-            continue
-        seen.add(key)
-        kept.append(credit)
-    return kept, dropped
+    """Keep the first credit per (agent, skill) whose skill is in that agent's library, and
+    count the dropped ones (`first_credit_per_skill`)."""
+    return first_credit_per_skill(credits, library_names)
 
 
 def group_vocabulary(

@@ -8,6 +8,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from grse_graph.llm.provider import ChatModelProvider
 from grse_graph.llm.structured import astructured_call, schema_narrowing
+from grse_graph.methods.aggregation import first_credit_per_skill
 from grse_graph.methods.grse.payload import PayloadLimits
 from grse_graph.methods.maskills import prompts
 from grse_graph.methods.maskills.payload import TrajectoryPayload, build_trajectory_payload
@@ -29,18 +30,9 @@ def usable_credits(
 ) -> tuple[list[MaskillsCredit], int]:
     """The first credit per (agent, skill) whose skill is in that agent's library, and how
     many were dropped (the reference keeps any credit of a library skill, spec §2.4)."""
-    names = {agent: set(library.names()) for agent, library in libraries.items()}
-    seen: set[tuple[str, str]] = set()
-    kept: list[MaskillsCredit] = []
-    dropped = 0
-    for credit in credits:
-        key = (credit.agent, credit.skill_id)
-        if key in seen or credit.skill_id not in names.get(credit.agent, set()):
-            dropped += 1
-            continue
-        seen.add(key)
-        kept.append(credit)
-    return kept, dropped
+    return first_credit_per_skill(
+        credits, {agent: library.names() for agent, library in libraries.items()}
+    )
 
 
 def usable_residuals(

@@ -11,13 +11,11 @@ member's content hash as its parent and names every member in its provenance.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from grse_graph.errors import GrseError
-from grse_graph.llm.structured import astructured_call
 from grse_graph.methods.operators import prompts
 from grse_graph.methods.operators.base import (
     OperatorContext,
@@ -25,12 +23,12 @@ from grse_graph.methods.operators.base import (
     make_record,
     skip_record,
 )
-from grse_graph.methods.operators.driver import LibraryOutput, apply_in_turn, each_library_async
+from grse_graph.methods.operators.draft import draft_skill
+from grse_graph.methods.operators.driver import each_target
 from grse_graph.methods.operators.memorisation import MemorisationFinding
 from grse_graph.methods.operators.schedule import OperatorSchedule
-from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord, SkillDraft
+from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord
 from grse_graph.methods.operators.text import (
-    cap_body,
     normalise_description,
     normalise_name,
     provenance_line,
@@ -186,15 +184,10 @@ async def consolidate_group(
             )
         ),
     ]
-    model = ctx.provider.chat("optimizer", max_tokens=ctx.settings.consolidate_max_tokens)
-    try:
-        draft = await astructured_call(model, SkillDraft, messages)
-    except GrseError as error:
-        return unchanged(f"optimizer output unusable: {error}")
-    # The token counter may ask the server (blocking HTTP): off the event loop.
-    body, truncated = await asyncio.to_thread(cap_body, draft.body, cap, ctx.count_tokens)
-    if not body:
-        return unchanged("the merged skill has an empty body")
+    capped = await draft_skill(ctx, messages, ctx.settings.consolidate_max_tokens, "merged")
+    if isinstance(capped, str):
+        return unchanged(capped)
+    draft, body, truncated = capped.draft, capped.body, capped.truncated
     others = [n for n in library.names() if n not in group]
     name = normalise_name(draft.name, group[0], others)
     # What the members already said passed the check when they were written.
@@ -248,14 +241,10 @@ async def consolidate(
     libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult, ctx: OperatorContext
 ) -> OperatorOutput:
     """Merge every redundant group of every agent (one optimizer call per group)."""
-
-    async def step(library: SkillLibrary) -> LibraryOutput:
-        return await apply_in_turn(
-            library,
-            redundant_groups(library, aggregation),
-            lambda current, group: consolidate_group(current, group, aggregation, ctx),
-            # A group that shares a member with one merged before it is gone as a group.
-            applicable=lambda current, group: all(current.has(n) for n in group),
-        )
-
-    return await each_library_async(libraries, step)
+    return await each_target(
+        libraries,
+        lambda library: redundant_groups(library, aggregation),
+        lambda current, group: consolidate_group(current, group, aggregation, ctx),
+        # A group that shares a member with one merged before it is gone as a group.
+        applicable=lambda current, group: all(current.has(n) for n in group),
+    )

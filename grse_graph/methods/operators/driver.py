@@ -69,3 +69,17 @@ async def apply_in_turn(
         current, record = await apply(current, target)
         records.append(record)
     return current, records
+
+
+async def each_target(
+    libraries: Mapping[str, SkillLibrary],
+    targets: Callable[[SkillLibrary], Iterable[T]],
+    apply: Apply[T],
+    applicable: Callable[[SkillLibrary, T], bool] | None = None,
+) -> OperatorOutput:
+    """Every agent's library with `apply` run on each of its `targets` in turn."""
+
+    async def step(library: SkillLibrary) -> LibraryOutput:
+        return await apply_in_turn(library, targets(library), apply, applicable)
+
+    return await each_library_async(libraries, step)

@@ -18,7 +18,6 @@ the skill's metadata.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -27,7 +26,6 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
 from grse_graph.errors import GrseError
-from grse_graph.llm.structured import astructured_call
 from grse_graph.methods.operators import prompts
 from grse_graph.methods.operators.base import (
     OperatorContext,
@@ -35,11 +33,11 @@ from grse_graph.methods.operators.base import (
     make_record,
     skip_record,
 )
+from grse_graph.methods.operators.draft import draft_skill
 from grse_graph.methods.operators.driver import LibraryOutput, each_library_async
 from grse_graph.methods.operators.memorisation import MemorisationFinding
-from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord, SkillDraft
+from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord
 from grse_graph.methods.operators.text import (
-    cap_body,
     diagnosis_example_lines,
     normalise_description,
     normalise_name,
@@ -174,15 +172,10 @@ async def induce_one(
             )
         ),
     ]
-    model = ctx.provider.chat("optimizer", max_tokens=ctx.settings.induce_max_tokens)
-    try:
-        draft = await astructured_call(model, SkillDraft, messages)
-    except GrseError as error:
-        return unchanged(f"optimizer output unusable: {error}")
-    # The token counter may ask the server (blocking HTTP): off the event loop.
-    body, truncated = await asyncio.to_thread(cap_body, draft.body, cap, ctx.count_tokens)
-    if not body:
-        return unchanged("the drafted skill has an empty body")
+    capped = await draft_skill(ctx, messages, ctx.settings.induce_max_tokens, "drafted")
+    if isinstance(capped, str):
+        return unchanged(capped)
+    draft, body, truncated = capped.draft, capped.body, capped.truncated
     name = normalise_name(draft.name, candidate.fallback_name, library.names())
     finding = ctx.memorised(
         "induce", library.agent, name, f"{draft.description}\n{body}", shown=shown

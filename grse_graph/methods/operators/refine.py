@@ -24,7 +24,7 @@ from grse_graph.methods.operators.base import (
     make_record,
     skip_record,
 )
-from grse_graph.methods.operators.driver import LibraryOutput, apply_in_turn, each_library_async
+from grse_graph.methods.operators.driver import each_target
 from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord, RefineEdits
 from grse_graph.methods.operators.text import diagnosis_example_lines, provenance_line
 from grse_graph.methods.plan import AggregationResult, EditDirection, InductionPattern
@@ -180,12 +180,8 @@ async def refine(
     libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult, ctx: OperatorContext
 ) -> OperatorOutput:
     """Refine every targeted skill of every agent (agents and skills in library order)."""
-
-    async def step(library: SkillLibrary) -> LibraryOutput:
-        return await apply_in_turn(
-            library,
-            refine_targets(library, aggregation),
-            lambda current, name: refine_skill(current, name, aggregation, ctx),
-        )
-
-    return await each_library_async(libraries, step)
+    return await each_target(
+        libraries,
+        lambda library: refine_targets(library, aggregation),
+        lambda current, name: refine_skill(current, name, aggregation, ctx),
+    )
