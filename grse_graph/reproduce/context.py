@@ -82,6 +82,9 @@ class TableContext:
     planted: Path | None = None
     paper_mode: bool = False
     """Train in the paper's mode: the project's additions to the method off."""
+    train_overrides: dict[str, int] = field(default_factory=dict)
+    """Loop sizes given on the command line (iterations, batch_size, validation_size,
+    group_size) over Table 8's or the smoke size: a machine-sized run, printed as deviations."""
     console: Console = field(default_factory=Console)
 
     @property

@@ -45,7 +45,12 @@ def _train_lines(settings: PaperSettings, spec: RunSpec, config: TrainConfig) ->
     if group is not None and group != t8.group_size and spec.variant != "g1":
         lines.append(f"{where}: G = {group} (paper G = {t8.group_size})")
     batch = settings.batch_size(spec.task, spec.category)
-    if batch is None:
+    if spec.task not in settings.table8.batch_size:
+        lines.append(
+            f"{where}: {config.batch_size} questions per iteration (the paper has no "
+            f"{spec.task} task)"
+        )
+    elif batch is None:
         lines.append(
             f"{where}: {config.batch_size} questions per iteration (paper value not in the text)"
         )

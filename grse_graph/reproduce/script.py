@@ -30,6 +30,13 @@ DATA_DEFAULTS = {
     "locomo": ("locomo", "locomo10.json"),
 }
 """Each task's file under the shared data folder ($GRSE_SHARED_DATA or ../shared/data)."""
+TRAIN_SIZES = {
+    "iterations": "training iterations (default Table 8's T = 5; a deviation, printed)",
+    "batch-size": "training questions per iteration (a deviation, printed)",
+    "validation-size": "the gate's validation questions (default the whole split)",
+    "group-size": "G of the grouped methods (default Table 8's 4; not the G = 1 variant)",
+}
+"""Machine-sized training: loop sizes over Table 8's (or the smoke size)."""
 
 
 def _shared_data() -> Path:
@@ -79,6 +86,8 @@ def parser_for(table: TableDef) -> argparse.ArgumentParser:
         "--commit", default=None, help="the commit in run ids (default: this checkout's HEAD)"
     )
     parser.add_argument("--paper-dir", type=Path, default=None, help="default evals/paper")
+    for flag, about in TRAIN_SIZES.items():
+        parser.add_argument(f"--{flag}", type=int, default=None, help=about)
     parser.add_argument(
         "--paper-mode",
         action="store_true",
@@ -119,6 +128,11 @@ def context_from(table: TableDef, args: argparse.Namespace, console: Console) ->
         root=args.out.resolve(),
         planted=args.planted,
         paper_mode=args.paper_mode,
+        train_overrides={
+            flag.replace("-", "_"): getattr(args, flag.replace("-", "_"))
+            for flag in TRAIN_SIZES
+            if getattr(args, flag.replace("-", "_")) is not None
+        },
         console=console,
     )
 

@@ -139,6 +139,11 @@ def training_config(
             table["batch_size"] = batch
     if ctx.paper_mode:
         table["paper_mode"] = True
+    loop = {k: v for k, v in ctx.train_overrides.items() if k != "group_size"}
+    table.update(loop)
+    group = ctx.train_overrides.get("group_size")
+    if group is not None and "group_size" in table["method"] and variant != "g1":
+        table["method"]["group_size"] = group  # G = 1 stays the variant itself
     table.update(extra or {})
     return train_config(
         task,

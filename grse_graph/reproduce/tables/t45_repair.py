@@ -51,7 +51,7 @@ def _config(ctx: TableContext, planted: PlantedLibrary, method: str, probe: bool
             dumped["method"].pop(name, None)
         dumped["paper_mode"] = True
     if not ctx.smoke:
-        return TrainConfig.model_validate(dumped)
+        return _overridden(ctx, dumped)
     smoke = ctx.settings.smoke
     dumped.update(
         iterations=smoke.iterations,
@@ -62,6 +62,17 @@ def _config(ctx: TableContext, planted: PlantedLibrary, method: str, probe: bool
         dumped["method"]["group_size"] = smoke.group_size
     if dumped.get("probe"):
         dumped["probe"].update(questions=smoke.probe_questions, budget=smoke.probe_budget)
+    return _overridden(ctx, dumped)
+
+
+def _overridden(ctx: TableContext, dumped: dict[str, Any]) -> TrainConfig:
+    """The config with the command line's loop sizes (`--iterations` ...) over it."""
+    for key, value in ctx.train_overrides.items():
+        if key == "group_size":
+            if "group_size" in dumped["method"]:
+                dumped["method"]["group_size"] = value
+        else:
+            dumped[key] = value
     return TrainConfig.model_validate(dumped)
 
 

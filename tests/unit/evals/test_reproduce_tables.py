@@ -165,3 +165,17 @@ def test_paper_mode_is_stated_and_makes_its_own_runs(
         return {line.split()[0] for line in out.splitlines() if "[train]" in line}
 
     assert train_ids(project) and not train_ids(project) & train_ids(paper)
+
+
+def test_machine_sized_training_is_printed_as_deviations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sizes = ["--iterations", "2", "--batch-size", "4", "--validation-size", "10"]
+    args = ["--dry-run", "--seeds", "1", "--limit", "50", "--out", str(tmp_path), *NO_DATA]
+    assert main("table10", [*args, *sizes, "--group-size", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "locomo grse: 2 iteration(s) (paper T = 5)" in out
+    assert "locomo grse: 4 questions per iteration (paper 32)" in out
+    assert "locomo grse: validation on 10 questions (paper: the whole validation split)" in out
+    assert "locomo grse: G = 3 (paper G = 4)" in out
+    assert "1 seed(s) (paper: 3)" in out
