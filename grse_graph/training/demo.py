@@ -125,9 +125,14 @@ def learning_config(
     task, data, iterations, batch_size, validation_size) over `DEMO_SETTINGS`, over the task's
     protocol values (`protocol_train_config`; `training_top_k` is the actor family's, default
     the embedded models' Qwen value)."""
-    settings = {**DEMO_SETTINGS, **{k: v for k, v in changes.items() if v is not None}}
-    settings_type = method_class(method).settings_type
+    cls = method_class(method)
+    settings_type = cls.settings_type
     defaults = settings_type.model_validate({"name": method}).model_dump()
+    # A demo default the method does not read is left out (SkillMAS validates on its own
+    # split); one the caller passes is kept, so the config builder refuses it in one line.
+    unread = cls.unread_settings(settings_type.model_validate({"name": method}))
+    demo_defaults = {k: v for k, v in DEMO_SETTINGS.items() if k not in unread}
+    settings = {**demo_defaults, **{k: v for k, v in changes.items() if v is not None}}
     section: dict[str, Any] = {"name": method}
     for knob in _METHOD_KNOBS:
         value = settings.pop(knob, None)

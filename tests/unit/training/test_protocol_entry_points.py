@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from grse_graph.api.config import train_config as api_train_config
+from grse_graph.errors import ConfigError
 from grse_graph.llm.provider import SamplingSettings
+from grse_graph.methods.registry import METHOD_NAMES
 from grse_graph.studio import train_config as studio_train_config
 from grse_graph.training.config import TrainConfig, protocol_train_config
 from grse_graph.training.demo import learning_config
@@ -30,6 +34,18 @@ def test_learning_config_gets_the_task_protocol() -> None:
     # The demo's own sizes stay explicit values over the protocol's.
     assert config.batch_size == 2
     assert learning_config().validation_sampling == SamplingSettings.greedy()
+
+
+@pytest.mark.parametrize("method", METHOD_NAMES)
+def test_learning_config_builds_for_every_method(method: str) -> None:
+    # benchmarks/methods.py builds every method's config here; a demo default the method
+    # does not read (SkillMAS's validation size) is left out, not refused.
+    assert learning_config(method).method.name == method
+
+
+def test_learning_config_still_refuses_an_unread_setting_the_caller_passes() -> None:
+    with pytest.raises(ConfigError, match="skillmas does not read setting 'validation_size'"):
+        learning_config("skillmas", validation_size=3)
 
 
 def test_every_entry_point_builds_the_same_config_from_the_same_values() -> None:
