@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TypedDict, Unpack
 
 _PARSERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"qwen|qwq|hermes"), "hermes"),
@@ -76,23 +77,18 @@ def plan_vllm(
     return VllmPlan(command=command, warnings=warnings)
 
 
-def build_vllm_command(
-    model: str,
-    *,
-    tensor_parallel: int = 1,
-    data_parallel: int = 1,
-    max_model_len: int | None = None,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    served_name: str | None = None,
-) -> list[str]:
+class VllmOptions(TypedDict, total=False):
+    """`plan_vllm`'s keyword options, for calls that pass them through."""
+
+    tensor_parallel: int
+    data_parallel: int
+    max_model_len: int | None
+    host: str
+    port: int
+    served_name: str | None
+    executable: str
+
+
+def build_vllm_command(model: str, **options: Unpack[VllmOptions]) -> list[str]:
     """The ``vllm serve`` argument list (see `plan_vllm` for the warnings)."""
-    return plan_vllm(
-        model,
-        tensor_parallel=tensor_parallel,
-        data_parallel=data_parallel,
-        max_model_len=max_model_len,
-        host=host,
-        port=port,
-        served_name=served_name,
-    ).command
+    return plan_vllm(model, **options).command

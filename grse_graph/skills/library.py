@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -18,7 +17,7 @@ from .files import FileWriter, durable_write, recover_leftovers, replace_dir
 from .limits import AGENT_PATTERN, MAX_NAME_CHARS, SKILL_FILE
 from .model import Skill, validation_message
 from .storage import SkillScan, check_replaceable, is_real_dir, read_skill_folder, scan_skill_folder
-from .text import shown
+from .text import first_repeat, shown
 
 
 class SkillLibrary(BaseModel):
@@ -37,11 +36,9 @@ class SkillLibrary(BaseModel):
     @field_validator("skills")
     @classmethod
     def _sorted_unique(cls, value: list[Skill]) -> list[Skill]:
-        ordered = sorted(value, key=lambda skill: skill.name)
-        for first, second in itertools.pairwise(ordered):
-            if first.name == second.name:
-                raise ValueError(f"duplicate skill name {first.name!r}")
-        return ordered
+        if (twice := first_repeat(skill.name for skill in value)) is not None:
+            raise ValueError(f"duplicate skill name {twice!r}")
+        return sorted(value, key=lambda skill: skill.name)
 
     @model_validator(mode="after")
     def _within_limit(self) -> SkillLibrary:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from collections.abc import Mapping
@@ -18,7 +17,7 @@ from .boundary import Boundary, decode_utf8
 from .library import SkillLibrary
 from .limits import MAX_FOLDER_ENTRIES, MAX_MANIFEST_BYTES, MAX_NAME_CHARS, NAME_PATTERN
 from .model import check_resource_path, validation_message
-from .text import shown
+from .text import first_repeat, shown
 
 MANIFEST_FILE = "manifest.json"
 PACK_FORMAT: Literal["grse-skill-pack"] = "grse-skill-pack"
@@ -51,10 +50,8 @@ class PackAgentEntry(BaseModel):
     @field_validator("skills")
     @classmethod
     def _unique_skills(cls, value: list[PackSkillEntry]) -> list[PackSkillEntry]:
-        names = sorted(entry.name for entry in value)
-        for first, second in itertools.pairwise(names):
-            if first == second:
-                raise ValueError(f"skill {first!r} is listed twice")
+        if (twice := first_repeat(entry.name for entry in value)) is not None:
+            raise ValueError(f"skill {twice!r} is listed twice")
         return value
 
     @field_validator("files")
@@ -82,10 +79,8 @@ class PackManifest(BaseModel):
     @field_validator("agents")
     @classmethod
     def _unique_agents(cls, value: list[PackAgentEntry]) -> list[PackAgentEntry]:
-        names = sorted(entry.agent for entry in value)
-        for first, second in itertools.pairwise(names):
-            if first == second:
-                raise ValueError(f"agent {first!r} is listed twice")
+        if (twice := first_repeat(entry.agent for entry in value)) is not None:
+            raise ValueError(f"agent {twice!r} is listed twice")
         return value
 
     @classmethod

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
+from collections.abc import Iterable
+from typing import TypeVar
+
+Key = TypeVar("Key", str, tuple[str, str])
 
 # Front-matter values may not contain this: several SKILL.md readers (the `skills-ref`
 # reference validator among them) split the file on the first two occurrences of it.
@@ -54,3 +59,9 @@ def one_line(text: str) -> str:
 def approx_tokens(text: str) -> int:
     """A model-independent token estimate: about four characters per token, rounded up."""
     return (len(text) + 3) // 4
+
+
+def first_repeat(keys: Iterable[Key]) -> Key | None:
+    """The smallest key that occurs more than once, or None: smallest, so a list with several
+    repeats is always reported by the same one."""
+    return next((a for a, b in itertools.pairwise(sorted(keys)) if a == b), None)

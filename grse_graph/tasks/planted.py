@@ -33,7 +33,6 @@ Every problem is a `TaskError` with one line naming the file.
 
 from __future__ import annotations
 
-import itertools
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -45,6 +44,7 @@ from grse_graph.skills import SkillLibrary, load_libraries, shown
 from grse_graph.skills.limits import AGENT_PATTERN, MAX_NAME_CHARS, NAME_PATTERN
 from grse_graph.skills.manifest import MANIFEST_FILE
 from grse_graph.skills.pack import PACK_SKILLS_DIR
+from grse_graph.skills.text import first_repeat
 from grse_graph.tasks.io import read_json
 from grse_graph.validation_text import describe_validation_error
 
@@ -97,10 +97,9 @@ class PlantedLibrary(BaseModel):
     @field_validator("skills")
     @classmethod
     def _unique_skills(cls, value: list[PlantedSkill]) -> list[PlantedSkill]:
-        keys = sorted((entry.agent, entry.skill) for entry in value)
-        for first, second in itertools.pairwise(keys):
-            if first == second:
-                raise ValueError(f"skill {first[1]!r} of agent {first[0]!r} is listed twice")
+        twice = first_repeat((entry.agent, entry.skill) for entry in value)
+        if twice is not None:
+            raise ValueError(f"skill {twice[1]!r} of agent {twice[0]!r} is listed twice")
         return value
 
     @property
