@@ -6,11 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from grse_graph.api.config import train_config
+from grse_graph.llm.config import RoleName
 from grse_graph.methods.registry import BUILTIN_METHODS
 from grse_graph.training.config import TrainConfig
 
 from .context import Actor, TableContext
 from .manifest import RunSpec
+
+ROLES: tuple[RoleName, ...] = ("actor", "critic", "optimizer")
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -25,6 +28,19 @@ SAMPLED_BASELINES = ("cot-sc",)
 """Baselines that sample (one run per seed); the others decode greedily (one run)."""
 
 
+def models(actor: Actor) -> dict[str, Any]:
+    """What of the endpoints changes a run's answers, for its id: each role's model and cap
+    (not its URL: the same model served elsewhere makes the same run)."""
+    llm = actor.llm
+    return {
+        role: {
+            "model": llm.model_name(role),
+            "max_tokens": llm.role(role).max_tokens,
+        }
+        for role in ROLES
+    }
+
+
 def eval_spec(
     ctx: TableContext,
     actor: Actor,
@@ -37,7 +53,7 @@ def eval_spec(
 ) -> RunSpec:
     """The team on the test split (greedy, so one run without a seed): empty libraries, or
     those trained by `libraries_from` (then named after it: `transfer-<its method>`)."""
-    params: dict[str, Any] = {"split": "test", "limit": ctx.test_limit()}
+    params: dict[str, Any] = {"split": "test", "limit": ctx.test_limit(), "models": models(actor)}
     needs: tuple[str, ...] = ()
     seed = None
     variant = "default"
@@ -75,7 +91,7 @@ def baseline_spec(
         actor=actor.label,
         seed=seed if method in SAMPLED_BASELINES else None,
         commit=ctx.commit,
-        params={"split": "test", "limit": ctx.test_limit()},
+        params={"split": "test", "limit": ctx.test_limit(), "models": models(actor)},
     )
 
 
@@ -173,6 +189,7 @@ def train_spec(
     if config is None:
         config = training_config(ctx, actor, task, category, method, variant, seed, extra)
     params: dict[str, Any] = {
+        "models": models(actor),
         "config": config.model_dump(mode="json"),
         "test_limit": ctx.test_limit(),
         "start_test_from": start.run_id if start is not None else None,

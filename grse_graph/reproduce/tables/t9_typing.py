@@ -9,6 +9,7 @@ from grse_graph.reproduce.context import Actor, TableContext
 from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunOutcome
+from grse_graph.reproduce.specs import models
 from grse_graph.reproduce.table import Column, Metric, NotMeasured, ResultTable, Row, collect
 from grse_graph.reproduce.typing_labels import UNPARSED
 
@@ -26,7 +27,11 @@ def typing_runs(ctx: TableContext, actor: Actor) -> list[RunSpec]:
             actor=actor.label,
             seed=spec.seed,
             commit=ctx.commit,
-            params={"libraries_from": spec.run_id, "labels": ctx.settings.typing.labels},
+            params={
+                "libraries_from": spec.run_id,
+                "labels": ctx.settings.typing.labels,
+                "models": models(actor),
+            },
             needs=(spec.run_id,),
         )
         for spec in t1_hotpotqa.trained_runs(ctx, actor, "GRSE")

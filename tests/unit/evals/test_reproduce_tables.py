@@ -179,3 +179,15 @@ def test_machine_sized_training_is_printed_as_deviations(
     assert "locomo grse: validation on 10 questions (paper: the whole validation split)" in out
     assert "locomo grse: G = 3 (paper G = 4)" in out
     assert "1 seed(s) (paper: 3)" in out
+
+
+def test_another_cap_or_model_makes_another_run(tmp_path: Path) -> None:
+    ctx = context(tmp_path, "table1", seeds=1)
+    base = {s.run_id for s in TABLES["table1"].plan(ctx)}
+    capped = TableContext(
+        **{
+            **ctx.__dict__,
+            "actors": [Actor("qwen-7b", load_config(env={}, overrides={"actor.max_tokens": 64}))],
+        }
+    )
+    assert not base & {s.run_id for s in TABLES["table1"].plan(capped)}
