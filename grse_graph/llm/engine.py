@@ -40,7 +40,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Literal
 
 import httpx
@@ -50,6 +49,7 @@ from grse_graph.llm.accounting import PromptEvalStats
 from grse_graph.llm.build import build_if_missing, cached_llama_server
 from grse_graph.llm.childproc import child_preparation
 from grse_graph.llm.config import ENGINE_MODEL_ALIAS, EngineSettings
+from grse_graph.llm.lifecycle import Started
 from grse_graph.llm.models import resolve_model
 
 ConcreteEngine = Literal["llama-server", "llama-cpp-python"]
@@ -261,7 +261,7 @@ def _progress_to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-class LocalEngine:
+class LocalEngine(Started):
     """Start and stop the embedded engine; a context manager (or `start` / `stop`).
 
     After `start`: `base_url` (``http://127.0.0.1:PORT/v1``), `engine_name`, `model_path`,
@@ -457,14 +457,3 @@ class LocalEngine:
         if self._log_handle is not None:
             self._log_handle.close()
             self._log_handle = None
-
-    def __enter__(self) -> LocalEngine:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -13,12 +13,12 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 
 from grse_graph.errors import EngineError
 from grse_graph.llm.accounting import PromptEvalStats
 from grse_graph.llm.config import EngineSettings
 from grse_graph.llm.engine import ConcreteEngine, LocalEngine
+from grse_graph.llm.lifecycle import Started
 
 
 def slot_log_path(first: Path, slot: int) -> Path:
@@ -26,7 +26,7 @@ def slot_log_path(first: Path, slot: int) -> Path:
     return first.with_name(f"{first.stem}.slot{slot}{first.suffix}")
 
 
-class EngineSlots:
+class EngineSlots(Started):
     """One embedded engine (llama-server) or one llama-cpp-python process per slot; a context
     manager. Exposes what sessions read from `LocalEngine`: `base_url` (the first slot's),
     `engine_name`, `model_path`, `log_path`, `running` and `prompt_eval_stats` (summed)."""
@@ -121,14 +121,3 @@ class EngineSlots:
         """Stop every slot's engine. Safe to call twice."""
         for engine in self.engines:
             engine.stop()
-
-    def __enter__(self) -> EngineSlots:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -185,4 +185,35 @@ def skip_record(
     )
 
 
+@dataclass(frozen=True)
+class Declined:
+    """How one application records leaving its library unchanged: the operator, library,
+    reason and evidence are fixed; each call says why (and, if other, which skills, and the
+    memorisation finding)."""
+
+    operator: OperatorName
+    ctx: OperatorContext
+    library: SkillLibrary
+    reason: str
+    evidence: OperatorEvidence
+    skills: Sequence[str] = ()
+
+    def __call__(
+        self,
+        why: str,
+        skills: Sequence[str] | None = None,
+        memorisation: MemorisationFinding | None = None,
+    ) -> tuple[SkillLibrary, OperatorRecord]:
+        return self.library, skip_record(
+            self.operator,
+            self.ctx,
+            self.library,
+            skills=self.skills if skills is None else skills,
+            reason=self.reason,
+            evidence=self.evidence,
+            skipped_reason=why,
+            memorisation=memorisation,
+        )
+
+
 OperatorOutput = tuple[dict[str, SkillLibrary], list[OperatorRecord]]

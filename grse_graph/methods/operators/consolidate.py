@@ -18,14 +18,13 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from grse_graph.errors import GrseError
 from grse_graph.methods.operators import prompts
 from grse_graph.methods.operators.base import (
+    Declined,
     OperatorContext,
     OperatorOutput,
     make_record,
-    skip_record,
 )
 from grse_graph.methods.operators.draft import draft_skill
 from grse_graph.methods.operators.driver import each_target
-from grse_graph.methods.operators.memorisation import MemorisationFinding
 from grse_graph.methods.operators.schedule import OperatorSchedule
 from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord
 from grse_graph.methods.operators.text import (
@@ -156,19 +155,7 @@ async def consolidate_group(
     skills = [library.get(n) for n in group]
     cap = ctx.settings.body_token_cap
 
-    def unchanged(
-        why: str, memorisation: MemorisationFinding | None = None
-    ) -> tuple[SkillLibrary, OperatorRecord]:
-        return library, skip_record(
-            "consolidate",
-            ctx,
-            library,
-            skills=group,
-            reason=reason,
-            evidence=evidence,
-            skipped_reason=why,
-            memorisation=memorisation,
-        )
+    unchanged = Declined("consolidate", ctx, library, reason, evidence, skills=group)
 
     messages: list[BaseMessage] = [
         SystemMessage(prompts.CONSOLIDATE_SYSTEM.format(max_words=cap * 3 // 4)),
@@ -195,7 +182,7 @@ async def consolidate_group(
         "consolidate", library.agent, name, body, known=[s.body for s in skills]
     )
     if finding is not None:
-        return unchanged(finding.describe(), finding)
+        return unchanged(finding.describe(), memorisation=finding)
     first = skills[0]
     metadata = {k: v for k, v in first.metadata.items() if k == AGENT_KEY}
     metadata[PARENT_HASH_KEY] = first.content_hash()

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from grse_graph.errors import GrseError
 from grse_graph.methods.operators import prompts
 from grse_graph.methods.operators.base import (
+    Declined,
     OperatorContext,
     OperatorOutput,
     make_record,
@@ -35,7 +36,6 @@ from grse_graph.methods.operators.base import (
 )
 from grse_graph.methods.operators.draft import draft_skill
 from grse_graph.methods.operators.driver import LibraryOutput, each_library_async
-from grse_graph.methods.operators.memorisation import MemorisationFinding
 from grse_graph.methods.operators.schema import OperatorEvidence, OperatorRecord
 from grse_graph.methods.operators.text import (
     diagnosis_example_lines,
@@ -143,19 +143,7 @@ async def induce_one(
     cap = ctx.settings.body_token_cap
     reason = f"induce for '{candidate.problem}': support {candidate.evidence.support} question(s)"
 
-    def unchanged(
-        why: str, skills: Sequence[str] = (), memorisation: MemorisationFinding | None = None
-    ) -> tuple[SkillLibrary, OperatorRecord]:
-        return library, skip_record(
-            "induce",
-            ctx,
-            library,
-            skills=skills,
-            reason=reason,
-            evidence=candidate.evidence,
-            skipped_reason=why,
-            memorisation=memorisation,
-        )
+    unchanged = Declined("induce", ctx, library, reason, candidate.evidence)
 
     shown = [ctx.evidence_text(candidate.problem), ctx.evidence_text(candidate.text)]
     messages: list[BaseMessage] = [

@@ -1,0 +1,31 @@
+"""`with` for a server the code starts: entering starts it, leaving stops it, whatever happened
+inside (an engine left running would hold the port and the CPU after the command)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from types import TracebackType
+from typing import Self
+
+
+class Started(ABC):
+    """A resource `with` starts on entry and stops on exit."""
+
+    @abstractmethod
+    def start(self) -> Self:
+        """Start the resource and return it."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop the resource. Safe to call twice."""
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
