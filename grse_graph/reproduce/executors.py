@@ -32,7 +32,7 @@ from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.session import open_endpoints, session_deps
 
 from .manifest import RunKind, RunSpec
-from .outcome import RunOutcome, UtilityPoint
+from .outcome import RunOutcome, StageTokens, UtilityPoint
 from .typing_labels import type_skills
 
 EVAL_DIR = "eval"
@@ -177,6 +177,23 @@ def utility_trajectories(run: RunFolder) -> list[UtilityPoint]:
     return points
 
 
+def actor_stages(run: RunFolder) -> dict[str, StageTokens]:
+    """The actor's calls and tokens of the training rollouts and of validation."""
+    stages = {
+        "rollouts": [r.rollout for r in run.rollouts.read()],
+        "validation": [r.rollout for r in run.validation.read()],
+    }
+    totals: dict[str, StageTokens] = {}
+    for stage, rollouts in stages.items():
+        steps = [step.usage for rollout in rollouts for step in rollout.steps]
+        totals[stage] = StageTokens(
+            calls=sum(u.model_calls for u in steps),
+            prompt_tokens=sum(u.prompt_tokens for u in steps),
+            completion_tokens=sum(u.completion_tokens for u in steps),
+        )
+    return totals
+
+
 def execute_train(
     spec: RunSpec, folder: Path, ctx: RunContext, needed: Mapping[str, RunOutcome]
 ) -> RunOutcome:
@@ -227,6 +244,7 @@ def execute_train(
             for agent, path in result.training.final_libraries.items()
         },
         utilities=utility_trajectories(run),
+        actor_stages=actor_stages(run),
         planted=result.planted,
         usage=usage,
         training_s=result.training_s,

@@ -38,6 +38,14 @@ class SkillType(BaseModel):
     reply: str
 
 
+class StageTokens(BaseModel):
+    """The actor's calls and tokens in one stage of training, summed from the recorded steps."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class RunOutcome(BaseModel):
     """A finished run. `summary` is the tested team's (or baseline's) test evaluation; a
     training run also has the starting libraries' evaluation, the comparison, its gates, the
@@ -56,6 +64,9 @@ class RunOutcome(BaseModel):
     planted: list[PlantedSkillOutcome] = Field(default_factory=list)
     skill_types: list[SkillType] = Field(default_factory=list)
     usage: dict[str, Any] = Field(default_factory=dict)
+    actor_stages: dict[str, StageTokens] = Field(default_factory=dict)
+    """A training run's actor usage by stage: `rollouts` (the training groups) and
+    `validation` (the gate), from the steps in rollouts.jsonl and validation.jsonl."""
     training_s: float | None = None
     test_s: float | None = None
 

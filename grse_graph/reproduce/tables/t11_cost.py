@@ -10,7 +10,7 @@ from grse_graph.reproduce.context import TableContext
 from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunOutcome
-from grse_graph.reproduce.table import Column, Metric, ResultTable, Row, collect
+from grse_graph.reproduce.table import Column, Metric, NotMeasured, ResultTable, Row, collect
 
 from . import t1_hotpotqa
 from .base import Result, TableDef, results_of
@@ -37,6 +37,16 @@ def _role(role: str, field: str, scale: float = 1.0) -> Metric:
     return read
 
 
+def _stage(stage: str, field: str) -> Metric:
+    def read(outcome: RunOutcome) -> float | None:
+        tokens = outcome.actor_stages.get(stage)
+        if tokens is None:
+            raise NotMeasured("no per-stage actor usage recorded")
+        return float(getattr(tokens, field)) / 1000
+
+    return read
+
+
 def _training_minutes(outcome: RunOutcome) -> float | None:
     return None if outcome.training_s is None else outcome.training_s / 60.0
 
@@ -51,6 +61,15 @@ def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]
             _role(role, "completion_tokens", 1000),
         )
         metrics[f"{role}:time"] = (f"{role} model min", _role(role, "wall_time_s", 60))
+    for stage in ("rollouts", "validation"):
+        metrics[f"actor_{stage}:prompt"] = (
+            f"actor {stage} prompt k tok",
+            _stage(stage, "prompt_tokens"),
+        )
+        metrics[f"actor_{stage}:completion"] = (
+            f"actor {stage} completion k tok",
+            _stage(stage, "completion_tokens"),
+        )
     metrics["training"] = ("training min", _training_minutes)
     columns = [Column(key=key, label=label) for key, (label, _) in metrics.items()]
     rows = []
@@ -72,9 +91,9 @@ def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]
             rows=rows,
             paper_where=ctx.paper.where,
             notes=[
-                "usage covers every session of the run folder: training and the tests of the "
-                "starting and trained libraries; the actor's split between training rollouts "
-                "and validation is not separated yet",
+                "role usage covers every session of the run folder: training and the tests of "
+                "the starting and trained libraries; the actor's rollouts and validation "
+                "columns are summed from the recorded steps of training alone",
             ],
         )
     ]

@@ -56,6 +56,9 @@ def test_smoke_tables_are_written_then_reused_and_resumed(
         assert document["rows"][0]["cells"]
         runs = sorted((tmp_path / "runs").iterdir())
         assert len(runs) == 4 and all((r / OUTCOME_FILE).exists() for r in runs)
+        trained = next(r for r in runs if "-grse-default-" in r.name)
+        stages = json.loads((trained / OUTCOME_FILE).read_text())["actor_stages"]
+        assert stages["rollouts"]["calls"] > 0 and stages["validation"]["calls"] > 0
 
         server.reset()
         assert main("table4_5", [*ARGS, "--out", str(tmp_path)]) == 0
