@@ -9,13 +9,13 @@ from pathlib import Path
 
 from grse_graph.evaluation.store import EvalFolder
 from grse_graph.evaluation.transitions import LibraryComparison, Outcome
-from grse_graph.metrics.analysis import cites_dialogue
+from grse_graph.metrics.analysis import cites_dialogue, evidence_citation_rate
 from grse_graph.reproduce import figures
 from grse_graph.reproduce.context import TableContext
 from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunOutcome
-from grse_graph.reproduce.table import Cell, Column, ResultTable, Row, collect
+from grse_graph.reproduce.table import Cell, Column, NotMeasured, ResultTable, Row, collect
 
 from . import t1_hotpotqa, t2_locomo
 from .base import Result, TableDef, results_of
@@ -91,11 +91,24 @@ def _dc_without_evidence(outcome: RunOutcome) -> float | None:
     return float(count)
 
 
+def _citation_rate(outcome: RunOutcome) -> float | None:
+    """Share (%) of the trained team's test answers whose retriever output cites a dialogue
+    id (`evidence_citation_rate`)."""
+    if outcome.summary is None:
+        raise NotMeasured("no test evaluation")
+    records = EvalFolder(Path(outcome.summary.out_dir)).read_predictions().values()
+    outputs = [r.rollout.steps[0].output for r in records if r.rollout and r.rollout.steps]
+    if not outputs:
+        raise NotMeasured("no recorded retriever output")
+    return 100.0 * evidence_citation_rate(outputs)
+
+
 def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]:
     columns = [Column(key=m, label=m) for m in MOVES]
     columns += [
         Column(key="delta_f1", label="ΔF1"),
         Column(key="dc_no_evidence", label="#D->C without evidence"),
+        Column(key="cited", label="evidence cited %"),
     ]
     rows, bars = [], {}
     for label, specs in groups(ctx).items():
@@ -104,6 +117,11 @@ def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]
         cells["delta_f1"] = collect(outcomes, _delta_f1, paper=ctx.paper.value(label, "delta_f1"))
         cells["dc_no_evidence"] = (
             collect(outcomes, _dc_without_evidence, paper=ctx.paper.value(label, "dc_no_evidence"))
+            if label.startswith("LoCoMo")
+            else Cell(text="n/a (no dialogue ids)")
+        )
+        cells["cited"] = (
+            collect(outcomes, _citation_rate, paper=ctx.paper.value(label, "cited"))
             if label.startswith("LoCoMo")
             else Cell(text="n/a (no dialogue ids)")
         )
@@ -121,7 +139,8 @@ def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]
         paper_where=ctx.paper.where,
         notes=[
             "#D->C without evidence: D->C questions whose retriever output cites no dialogue id "
-            "(LoCoMo only)",
+            "(LoCoMo only); evidence cited %: the trained team's test answers whose retriever "
+            "output cites a dialogue id (evidence_citation_rate)",
         ],
         figures=[str(figure)],
     )
