@@ -77,17 +77,25 @@ def parse_library_option(value: str) -> tuple[str, Path]:
     return agent.strip(), Path(folder.strip())
 
 
-def load_libraries(values: list[str]) -> dict[str, SkillLibrary]:
-    """Skill libraries from `--library AGENT=DIR` options (one per agent)."""
-    libraries: dict[str, SkillLibrary] = {}
+def library_folders(values: list[str], option: str) -> dict[str, Path]:
+    """`OPTION AGENT=DIR` values -> agent: folder (each an existing folder, one per agent)."""
+    folders: dict[str, Path] = {}
     for value in values:
         agent, folder = parse_library_option(value)
-        if agent in libraries:
-            raise ConfigError(f"--library {value!r}: agent {agent!r} is given twice")
+        if agent in folders:
+            raise ConfigError(f"{option} {value!r}: agent {agent!r} is given twice")
         if not folder.is_dir():
-            raise ConfigError(f"--library {value!r}: {folder} is not a folder")
-        libraries[agent] = SkillLibrary.load(folder, agent=agent)
-    return libraries
+            raise ConfigError(f"{option} {value!r}: {folder} is not a folder")
+        folders[agent] = folder
+    return folders
+
+
+def load_libraries(values: list[str]) -> dict[str, SkillLibrary]:
+    """Skill libraries from `--library AGENT=DIR` options (one per agent)."""
+    return {
+        agent: SkillLibrary.load(folder, agent=agent)
+        for agent, folder in library_folders(values, "--library").items()
+    }
 
 
 def describe_actor(config: LLMConfig) -> str:

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from grse_graph.checkpointing import CheckpointerSpec
-from grse_graph.cli.eval_cmd import parse_library_option
+from grse_graph.cli.eval_cmd import library_folders
 from grse_graph.cli.options import (
     ConfigOption,
     JsonOption,
@@ -131,15 +131,10 @@ def _method_flag(base: dict[str, Any], method: str | None) -> str | None:
 
 def init_library_folders(values: list[str]) -> dict[str, str]:
     """`--init-library AGENT=DIR` options -> agent: absolute folder (checked, one per agent)."""
-    folders: dict[str, str] = {}
-    for value in values:
-        agent, folder = parse_library_option(value)
-        if agent in folders:
-            raise ConfigError(f"--init-library {value!r}: agent {agent!r} is given twice")
-        if not folder.is_dir():
-            raise ConfigError(f"--init-library {value!r}: {folder} is not a folder")
-        folders[agent] = str(folder.resolve())
-    return folders
+    return {
+        agent: str(folder.resolve())
+        for agent, folder in library_folders(values, "--init-library").items()
+    }
 
 
 def init_pack_folders(pack: Path) -> dict[str, str]:

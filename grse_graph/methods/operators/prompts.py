@@ -42,15 +42,19 @@ Failure pattern across questions:
 # "two-to-four-lowercase-words" on the demo.
 NAME_RULE = "two to four lowercase words joined by hyphens that say what the skill does"
 
-INDUCE_SYSTEM = (
-    """\
-You write one new skill for an agent of a team, from failures that recur across questions. \
-name: """
+# What a whole drafted skill must look like (induce and consolidate both draft one).
+DRAFT_RULES = (
+    "name: "
     + NAME_RULE
     + """. description: one sentence saying what it does and when to use it. body: markdown, at \
 most {max_words} words.
 """
     + PROCEDURE_RULES
+)
+
+INDUCE_SYSTEM = (
+    "You write one new skill for an agent of a team, from failures that recur across questions. "
+    + DRAFT_RULES
 )
 
 INDUCE_USER = """\
@@ -78,14 +82,8 @@ FAILURE_TYPE_HINTS: dict[str, str] = {
 }
 
 CONSOLIDATE_SYSTEM = (
-    """\
-You merge overlapping skills of one agent into a single skill that keeps every useful \
-instruction once and drops repetition. name: """
-    + NAME_RULE
-    + """. description: one sentence saying what it does and when to use it. body: markdown, at \
-most {max_words} words.
-"""
-    + PROCEDURE_RULES
+    "You merge overlapping skills of one agent into a single skill that keeps every useful "
+    "instruction once and drops repetition. " + DRAFT_RULES
 )
 
 CONSOLIDATE_USER = """\
