@@ -32,7 +32,12 @@ from grse_graph.methods.base import CreditRecord
 from grse_graph.methods.registry import METHOD_NAMES
 from grse_graph.team.rollout import Rollout
 from grse_graph.training.config import TrainConfig
-from grse_graph.training.demo import DEMO_ACTOR_MAX_TOKENS, demo_llm_overrides, learning_config
+from grse_graph.training.demo import (
+    DEMO_ACTOR_MAX_TOKENS,
+    demo_llm_overrides,
+    learning_config,
+    settings_read_by,
+)
 from grse_graph.training.graph import TrainingDeps
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import run_training
@@ -121,14 +126,15 @@ def main() -> None:
     for name in args.methods.split(","):
         # The demo's loop settings and CPU-sized caps for every method; only the method
         # section differs (GRSE's G from --group-size).
+        # SkillMAS (checkpoint=train) reads no validation size: it is not passed to it.
+        loop = {"validation_size": args.validation, "validation_repeats": 1}
         config = learning_config(
             name,
             task=args.task,
             iterations=1,
             group_size=args.group_size,
             batch_size=args.questions,
-            validation_size=args.validation,
-            validation_repeats=1,
+            **settings_read_by(name, loop),
         ).model_copy(update={"actor_max_tokens": DEMO_ACTOR_MAX_TOKENS})
         try:
             results[name] = run_method(llm, config, out / name, console)

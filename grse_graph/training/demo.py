@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,14 @@ def demo_llm_overrides(
     }
 
 
+def settings_read_by(method: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """`settings` without the loop-level ones `method` does not read with its default
+    section (`BaseCreditMethod.unread_settings`), for callers that size every method alike."""
+    cls = method_class(method)
+    unread = cls.unread_settings(cls.settings_type.model_validate({"name": method}))
+    return {key: value for key, value in settings.items() if key not in unread}
+
+
 def learning_config(
     method: str = "grse", *, training_top_k: int = DEFAULT_TRAINING_TOP_K, **changes: Any
 ) -> TrainConfig:
@@ -125,13 +134,11 @@ def learning_config(
     task, data, iterations, batch_size, validation_size) over `DEMO_SETTINGS`, over the task's
     protocol values (`protocol_train_config`; `training_top_k` is the actor family's, default
     the embedded models' Qwen value)."""
-    cls = method_class(method)
-    settings_type = cls.settings_type
+    settings_type = method_class(method).settings_type
     defaults = settings_type.model_validate({"name": method}).model_dump()
     # A demo default the method does not read is left out (SkillMAS validates on its own
     # split); one the caller passes is kept, so the config builder refuses it in one line.
-    unread = cls.unread_settings(settings_type.model_validate({"name": method}))
-    demo_defaults = {k: v for k, v in DEMO_SETTINGS.items() if k not in unread}
+    demo_defaults = settings_read_by(method, DEMO_SETTINGS)
     settings = {**demo_defaults, **{k: v for k, v in changes.items() if v is not None}}
     section: dict[str, Any] = {"name": method}
     for knob in _METHOD_KNOBS:

@@ -13,7 +13,7 @@ from grse_graph.llm.provider import SamplingSettings
 from grse_graph.methods.registry import METHOD_NAMES
 from grse_graph.studio import train_config as studio_train_config
 from grse_graph.training.config import TrainConfig, protocol_train_config
-from grse_graph.training.demo import learning_config
+from grse_graph.training.demo import learning_config, settings_read_by
 
 GEMMA = {"base_url": "http://127.0.0.1:9/v1", "model": "google/gemma-3-27b-it"}
 
@@ -97,3 +97,9 @@ def test_a_stored_config_is_used_as_it_is() -> None:
     assert api_train_config("hotpotqa", stored, None, methods={}, training_top_k=lambda: 64) == (
         stored
     )
+
+
+def test_settings_read_by_keeps_only_the_settings_the_method_reads() -> None:
+    loop = {"validation_size": 2, "validation_repeats": 1, "batch_size": 3}
+    assert settings_read_by("skillmas", loop) == {"batch_size": 3}
+    assert settings_read_by("grse", loop) == loop
