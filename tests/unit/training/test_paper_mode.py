@@ -65,9 +65,9 @@ def test_paper_mode_turns_every_addition_off_and_the_run_records_it(tmp_path: Pa
 
 
 def test_paper_mode_refuses_an_addition_switched_on() -> None:
-    with pytest.raises(ConfigError, match="paper_mode.*memorisation_check"):
+    with pytest.raises(ConfigError, match=r"paper_mode.*memorisation_check"):
         build(paper_mode=True, memorisation_check=True)
-    with pytest.raises(ConfigError, match="paper_mode.*tool_error_rule"):
+    with pytest.raises(ConfigError, match=r"paper_mode.*tool_error_rule"):
         build(paper_mode=True, method={"name": "grse", "tool_error_rule": True})
 
 
