@@ -94,7 +94,8 @@ def run_method(
         wall = time.monotonic() - started
         usage = endpoints.ledger.report()
     method = deps.credit_method()
-    (plan,) = run.aggregates.read()
+    # The first iteration's plan (SkillMAS's final measurement round records one more).
+    plan = next(record for record in run.aggregates.read() if record.iteration == 1)
     console.print(f"{method.name}: {wall:.0f} s, run folder {folder}")
     return {
         "wall": wall,
