@@ -1,24 +1,15 @@
-"""No function in grse_graph/ is longer than MAX_LINES, except in the files of ALLOWED_LONG
-(owned by work in progress elsewhere); a long function is split into named steps instead."""
+"""No function in grse_graph/ is longer than MAX_LINES; a long function is split into named
+steps instead."""
 
 from __future__ import annotations
 
 import ast
-from fnmatch import fnmatch
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "grse_graph"
 
 MAX_LINES = 120
 """Lines from a function's first decorator (or `def`) to its last line."""
-
-ALLOWED_LONG = (
-    "training/demo.py",
-    "probes/*",
-    "tasks/planted.py",
-    "llm/*",
-)
-"""Files (relative to grse_graph/, fnmatch patterns) whose functions are not checked."""
 
 
 def _long_functions(path: Path) -> list[str]:
@@ -34,11 +25,7 @@ def _long_functions(path: Path) -> list[str]:
 
 
 def test_no_function_is_longer_than_the_limit() -> None:
-    checked = [
-        path
-        for path in sorted(PACKAGE.rglob("*.py"))
-        if not any(fnmatch(path.relative_to(PACKAGE).as_posix(), p) for p in ALLOWED_LONG)
-    ]
+    checked = sorted(PACKAGE.rglob("*.py"))
     assert checked, "no source files found"
     too_long = [line for path in checked for line in _long_functions(path)]
     assert too_long == [], f"functions longer than {MAX_LINES} lines: {too_long}"
