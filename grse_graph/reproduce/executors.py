@@ -20,6 +20,7 @@ from grse_graph.baselines.methods import BASELINES, BaselineName
 from grse_graph.baselines.run import run_baseline
 from grse_graph.errors import GrseError
 from grse_graph.evaluation import run_evaluation
+from grse_graph.evaluation.records import EvalSummary
 from grse_graph.llm import LLMConfig, SamplingSettings, UsageLedger
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import Task
@@ -115,6 +116,13 @@ def execute_eval(
             )
         )
         usage = _accumulated_usage(endpoints.ledger, folder / EVAL_DIR / "usage.json")
+    return _evaluation_outcome(spec, started, summary, usage)
+
+
+def _evaluation_outcome(
+    spec: RunSpec, started: float, summary: EvalSummary, usage: dict[str, Any]
+) -> RunOutcome:
+    """The outcome of one evaluation run (a library or a baseline on a split)."""
     return RunOutcome(
         run_id=spec.run_id,
         kind=spec.kind,
@@ -148,14 +156,7 @@ def execute_baseline(
             )
         )
         usage = _accumulated_usage(endpoints.ledger, folder / EVAL_DIR / "usage.json")
-    return RunOutcome(
-        run_id=spec.run_id,
-        kind=spec.kind,
-        wall_s=time.perf_counter() - started,
-        summary=summary,
-        usage=usage,
-        test_s=summary.elapsed_s,
-    )
+    return _evaluation_outcome(spec, started, summary, usage)
 
 
 def utility_trajectories(run: RunFolder) -> list[UtilityPoint]:
