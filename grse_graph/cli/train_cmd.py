@@ -302,162 +302,107 @@ def setting_flag(setting: str) -> str:
     return FLAG_OF_SETTING.get(setting, "--" + setting.replace("_", "-"))
 
 
-TaskOpt = Annotated[
-    str | None,
-    typer.Option(help="task name (demo, hotpotqa, locomo, jsonl)", rich_help_panel=EVERY_METHOD),
-]
-DataOpt = Annotated[
-    str | None, typer.Option(help="path to the task's data", rich_help_panel=EVERY_METHOD)
-]
+def setting_option(setting: str, help_text: str, *flags: str) -> Any:
+    """A `grse train` option that sets a `TrainConfig` setting, in its methods' help panel."""
+    return typer.Option(*flags, help=help_text, rich_help_panel=setting_panel(setting))
+
+
+def section_option(field: str, help_text: str, *flags: str) -> Any:
+    """A `grse train` option that sets a method-section field, in its methods' help panel."""
+    return typer.Option(*flags, help=help_text, rich_help_panel=section_panel(field))
+
+
+def every_method_option(help_text: str, *flags: str) -> Any:
+    """A `grse train` option that every method reads."""
+    return typer.Option(*flags, help=help_text, rich_help_panel=EVERY_METHOD)
+
+
+TaskOpt = Annotated[str | None, every_method_option("task name (demo, hotpotqa, locomo, jsonl)")]
+DataOpt = Annotated[str | None, every_method_option("path to the task's data")]
 MethodOpt = Annotated[
     str | None,
-    typer.Option(
-        help=f"credit method: {' | '.join(METHOD_NAMES)} (default grse)",
-        rich_help_panel=EVERY_METHOD,
-    ),
+    every_method_option(f"credit method: {' | '.join(METHOD_NAMES)} (default grse)"),
 ]
 TopologyOpt = Annotated[
     str | None,
-    typer.Option(
-        help=f"team topology: {' | '.join(TOPOLOGY_NAMES)} (default sequential)",
-        rich_help_panel=EVERY_METHOD,
-    ),
+    every_method_option(f"team topology: {' | '.join(TOPOLOGY_NAMES)} (default sequential)"),
 ]
 CategoryOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="train on one question category (e.g. LoCoMo's)", rich_help_panel=EVERY_METHOD
-    ),
+    str | None, every_method_option("train on one question category (e.g. LoCoMo's)")
 ]
-IterationsOpt = Annotated[
-    int | None, typer.Option(help="T (default 5)", rich_help_panel=setting_panel("iterations"))
-]
-BatchSizeOpt = Annotated[
-    int | None,
-    typer.Option(help="questions per iteration (24)", rich_help_panel=setting_panel("batch_size")),
-]
+IterationsOpt = Annotated[int | None, setting_option("iterations", "T (default 5)")]
+BatchSizeOpt = Annotated[int | None, setting_option("batch_size", "questions per iteration (24)")]
 ValidationSizeOpt = Annotated[
     int | None,
-    typer.Option(
-        help="|V| (all; SkillMAS: only with checkpoint = validation)",
-        rich_help_panel=setting_panel("validation_size"),
-    ),
+    setting_option("validation_size", "|V| (all; SkillMAS: only with checkpoint = validation)"),
 ]
 ValidationRepeatsOpt = Annotated[
     int | None,
-    typer.Option(
-        help="H per question (1; SkillMAS: only with checkpoint = validation)",
-        rich_help_panel=setting_panel("validation_repeats"),
+    setting_option(
+        "validation_repeats", "H per question (1; SkillMAS: only with checkpoint = validation)"
     ),
 ]
-LibraryLimitOpt = Annotated[
-    int | None,
-    typer.Option(help="L skills per agent (4)", rich_help_panel=setting_panel("library_limit")),
-]
-ConcurrencyOpt = Annotated[
-    int | None,
-    typer.Option(help="parallel units (4)", rich_help_panel=setting_panel("concurrency")),
-]
-SeedOpt = Annotated[
-    int | None, typer.Option(help="base seed (0)", rich_help_panel=setting_panel("seed"))
-]
+LibraryLimitOpt = Annotated[int | None, setting_option("library_limit", "L skills per agent (4)")]
+ConcurrencyOpt = Annotated[int | None, setting_option("concurrency", "parallel units (4)")]
+SeedOpt = Annotated[int | None, setting_option("seed", "base seed (0)")]
 SkillModeOpt = Annotated[
     str | None,
-    typer.Option(
-        "--skill-mode",
-        help="inline (default) | tool | path: how agents see their skills (path: "
+    setting_option(
+        "skill_mode",
+        "inline (default) | tool | path: how agents see their skills (path: "
         "read_file on /skills/NAME/SKILL.md, as a shipped pack)",
-        rich_help_panel=setting_panel("skill_mode"),
+        "--skill-mode",
     ),
 ]
 InitLibraryOpt = Annotated[
     list[str] | None,
-    typer.Option(
+    setting_option(
+        "init_libraries",
+        "AGENT=DIR: start this agent from a library (repeatable)",
         "--init-library",
-        help="AGENT=DIR: start this agent from a library (repeatable)",
-        rich_help_panel=setting_panel("init_libraries"),
     ),
 ]
 InitPackOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--init-pack",
-        help="start the pack's agents from their libraries in this pack",
-        rich_help_panel=setting_panel("init_libraries"),
+    setting_option(
+        "init_libraries", "start the pack's agents from their libraries in this pack", "--init-pack"
     ),
 ]
-DeltaOpt = Annotated[
-    float | None,
-    typer.Option(help="gate tolerance (0.02)", rich_help_panel=setting_panel("delta")),
-]
-ReviewOpt = Annotated[
-    bool,
-    typer.Option(
-        "--review", help="review each skill edit", rich_help_panel=setting_panel("review")
-    ),
-]
+DeltaOpt = Annotated[float | None, setting_option("delta", "gate tolerance (0.02)")]
+ReviewOpt = Annotated[bool, setting_option("review", "review each skill edit", "--review")]
 ProbeCreditOpt = Annotated[
     bool,
-    typer.Option(
-        "--probe-credit",
-        help="measure each skill's effect by execution every iteration (greedy, "
+    setting_option(
+        "probe",
+        "measure each skill's effect by execution every iteration (greedy, "
         "skills masked) and use it as credit beside the critic's (off: the paper's)",
-        rich_help_panel=setting_panel("probe"),
+        "--probe-credit",
     ),
 ]
 ProbeQuestionsOpt = Annotated[
-    int | None,
-    typer.Option(
-        help="with --probe-credit: training questions probed (8)",
-        rich_help_panel=setting_panel("probe"),
-    ),
+    int | None, setting_option("probe", "with --probe-credit: training questions probed (8)")
 ]
 ProbeBudgetOpt = Annotated[
-    int | None,
-    typer.Option(
-        help="with --probe-credit: team runs per probe (120)",
-        rich_help_panel=setting_panel("probe"),
-    ),
+    int | None, setting_option("probe", "with --probe-credit: team runs per probe (120)")
 ]
-GroupSizeOpt = Annotated[
-    int | None,
-    typer.Option(help="G rollouts per question (4)", rich_help_panel=section_panel("group_size")),
-]
-NoStructureOpt = Annotated[
-    bool,
-    typer.Option(
-        "--no-structure", help="w/o structure", rich_help_panel=section_panel("structured")
-    ),
-]
-DapoFilterOpt = Annotated[
-    bool,
-    typer.Option(
-        "--dapo-filter", help="drop equal groups", rich_help_panel=section_panel("dapo_filter")
-    ),
-]
+GroupSizeOpt = Annotated[int | None, section_option("group_size", "G rollouts per question (4)")]
+NoStructureOpt = Annotated[bool, section_option("structured", "w/o structure", "--no-structure")]
+DapoFilterOpt = Annotated[bool, section_option("dapo_filter", "drop equal groups", "--dapo-filter")]
 WithLabelsOpt = Annotated[
-    bool,
-    typer.Option(
-        "--with-labels",
-        help="critic sees categories",
-        rich_help_panel=section_panel("with_labels"),
-    ),
+    bool, section_option("with_labels", "critic sees categories", "--with-labels")
 ]
 NoFirstAgentNOpt = Annotated[
     bool,
-    typer.Option(
-        "--no-first-agent-n",
-        help="one first-agent call per rollout, not n=G",
-        rich_help_panel=setting_panel("first_agent_n"),
+    setting_option(
+        "first_agent_n", "one first-agent call per rollout, not n=G", "--no-first-agent-n"
     ),
 ]
 PaperModeOpt = Annotated[
     bool,
-    typer.Option(
-        "--paper-mode",
-        help="the paper's method only: the project's additions off (memorisation check, "
+    every_method_option(
+        "the paper's method only: the project's additions off (memorisation check, "
         "GRSE's output contrast and tool-error rule)",
-        rich_help_panel=EVERY_METHOD,
+        "--paper-mode",
     ),
 ]
 OutOpt = Annotated[Path | None, typer.Option(help="run folder (default runs/<task>-<time>)")]
