@@ -7,6 +7,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, cast, get_args
 
@@ -132,34 +133,50 @@ def actor_provider(config: LLMConfig, console: Console) -> Iterator[ModelRoles]:
         )
 
 
+@dataclass(frozen=True)
+class SplitRun:
+    """The options `grse eval` and `grse baseline` share: the questions, the output folder
+    and the model config."""
+
+    split: str
+    limit: int | None
+    out: Path | None
+    config: Path | None
+    concurrency: int | None
+    model: str | None
+
+    def out_dir(self, method: str, task: Task) -> Path:
+        """`--out`, or runs/<method>-<task>-<split>."""
+        return self.out or Path("runs") / f"{method}-{task.name}-{self.split}"
+
+    def llm_config(self) -> LLMConfig:
+        """The `--config` file with `--model` over its engine model."""
+        return load_config(self.config, overrides={"engine.model": self.model})
+
+
 def _run(
     *,
     method: str,
     task: Task,
     data: Path | None,
-    split: str,
-    limit: int | None,
-    out: Path | None,
-    config_path: Path | None,
-    concurrency: int | None,
-    model: str | None,
+    run: SplitRun,
     answerer_for: AnswererFactory,
     as_json: bool = False,
 ) -> None:
     console = report_console(as_json)
-    config = load_config(config_path, overrides={"engine.model": model})
-    out_dir = out or Path("runs") / f"{method}-{task.name}-{split}"
+    config = run.llm_config()
+    out_dir = run.out_dir(method, task)
     with actor_provider(config, console) as provider:
         answerer = answerer_for(provider)
         summary = asyncio.run(
             run_evaluation(
                 task,
-                split,
+                run.split,
                 answerer,
                 provider,
                 out_dir,
-                limit=limit,
-                concurrency=concurrency or provider.concurrency("actor"),
+                limit=run.limit,
+                concurrency=run.concurrency or provider.concurrency("actor"),
                 sampling=SamplingSettings.greedy(),
                 data=str(data.resolve()) if data is not None else None,
                 model=describe_actor(config),
@@ -186,21 +203,10 @@ def langsmith_table(summary: LangSmithSummary) -> Table:
     return table
 
 
-def _run_langsmith(
-    *,
-    spec: TeamSpec,
-    task: Task,
-    split: str,
-    limit: int | None,
-    out: Path | None,
-    config_path: Path | None,
-    concurrency: int | None,
-    model: str | None,
-    as_json: bool,
-) -> None:
+def _run_langsmith(spec: TeamSpec, task: Task, run: SplitRun, *, as_json: bool) -> None:
     console = report_console(as_json)
-    config = load_config(config_path, overrides={"engine.model": model})
-    out_dir = out or Path("runs") / f"langsmith-{task.name}-{split}"
+    config = run.llm_config()
+    out_dir = run.out_dir("langsmith", task)
     # LangSmith prints its experiment banner on stdout, which holds the JSON result then.
     quiet = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
     with actor_provider(config, console) as provider, quiet:
@@ -208,9 +214,9 @@ def _run_langsmith(
             run_langsmith_eval(
                 team_target(spec, task, provider),
                 task,
-                split,
-                limit=limit,
-                concurrency=concurrency or provider.concurrency("actor"),
+                run.split,
+                limit=run.limit,
+                concurrency=run.concurrency or provider.concurrency("actor"),
             )
         )
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -290,36 +296,17 @@ def eval_command(
     mode = library_options(skill_mode, library or [], pack)
     loaded = load_task(task, data, category=category)
     spec = options_team(loaded, library or [], pack, mode, topology)
+    run = SplitRun(
+        split=split, limit=limit, out=out, config=config, concurrency=concurrency, model=model
+    )
     if langsmith:
-        _run_langsmith(
-            spec=spec,
-            task=loaded,
-            split=split,
-            limit=limit,
-            out=out,
-            config_path=config,
-            concurrency=concurrency,
-            model=model,
-            as_json=as_json,
-        )
+        _run_langsmith(spec, loaded, run, as_json=as_json)
         return
 
     def team(provider: ModelRoles) -> QuestionAnswerer:
         return TeamAnswerer(spec, loaded, provider, SamplingSettings.greedy())
 
-    _run(
-        method="team",
-        task=loaded,
-        data=data,
-        split=split,
-        limit=limit,
-        out=out,
-        config_path=config,
-        concurrency=concurrency,
-        model=model,
-        answerer_for=team,
-        as_json=as_json,
-    )
+    _run(method="team", task=loaded, data=data, run=run, answerer_for=team, as_json=as_json)
 
 
 def baseline_command(
@@ -344,19 +331,10 @@ def baseline_command(
     def baseline(provider: ModelRoles) -> QuestionAnswerer:
         return make_baseline(chosen, loaded, provider, SamplingSettings.greedy())
 
-    _run(
-        method=method,
-        task=loaded,
-        data=data,
-        split=split,
-        limit=limit,
-        out=out,
-        config_path=config,
-        concurrency=concurrency,
-        model=model,
-        answerer_for=baseline,
-        as_json=as_json,
+    run = SplitRun(
+        split=split, limit=limit, out=out, config=config, concurrency=concurrency, model=model
     )
+    _run(method=method, task=loaded, data=data, run=run, answerer_for=baseline, as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:
