@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.config import get_config
 
 from grse_graph.skills import SkillLibrary
-from grse_graph.team.agent import add_usage, usage_of
+from grse_graph.team.agent import usage_of
 from grse_graph.team.rollout import Step, StepUsage, ToolCallRecord
 
 TEAM_RUN_KEY = "grse_team_run"
@@ -94,7 +94,7 @@ class StepLog:
             if draft.usage.model_calls == 0:
                 draft.system_prompt = system_prompt
                 draft.skills_present = list(skills)
-            draft.usage = add_usage(draft.usage, usage_of(reply, latency_s))
+            draft.usage += usage_of(reply, latency_s)
 
     def calls_of(self, invocation: str, tool: str) -> int:
         """How many calls of `tool` the invocation made so far."""

@@ -13,12 +13,11 @@ Servers that do not report usage are not counted as zero silently: such calls ar
 from __future__ import annotations
 
 import json
-import operator
 import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
 import httpx
@@ -27,21 +26,12 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
+from grse_graph.counts import Counts
 from grse_graph.errors import RunawayGenerationStopped
 from grse_graph.llm.provider import ROLES, RoleName
 
-_Counts = TypeVar("_Counts", bound=BaseModel)
 
-
-def _fieldwise(left: _Counts, right: _Counts, op: Callable[[Any, Any], Any]) -> _Counts:
-    """``op`` applied field by field to two models of numeric fields (so a new field is never
-    left out of a sum)."""
-    return type(left)(
-        **{name: op(getattr(left, name), getattr(right, name)) for name in type(left).model_fields}
-    )
-
-
-class RoleUsage(BaseModel):
+class RoleUsage(Counts):
     """What one role (or the total) consumed."""
 
     model_config = ConfigDict(frozen=True)
@@ -57,11 +47,8 @@ class RoleUsage(BaseModel):
     runaway_stops: int = 0
     """Streamed replies stopped early because they kept repeating (also counted as failures)."""
 
-    def __add__(self, other: RoleUsage) -> RoleUsage:
-        return _fieldwise(self, other, operator.add)
 
-
-class PromptEvalStats(BaseModel):
+class PromptEvalStats(Counts):
     """Engine-side prompt processing, read from the embedded engine's log.
 
     ``evaluated_prompt_tokens`` are prompt tokens the engine actually computed;
@@ -77,12 +64,6 @@ class PromptEvalStats(BaseModel):
     prompt_eval_ms: float = 0.0
     generated_tokens: int = 0
     generation_ms: float = 0.0
-
-    def __add__(self, other: PromptEvalStats) -> PromptEvalStats:
-        return _fieldwise(self, other, operator.add)
-
-    def __sub__(self, earlier: PromptEvalStats) -> PromptEvalStats:
-        return _fieldwise(self, earlier, operator.sub)
 
 
 _DERIVED_FIELDS = frozenset({"total", "cached_prompt_tokens"})

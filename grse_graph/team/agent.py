@@ -64,17 +64,6 @@ def usage_of(reply: AIMessage, latency_s: float) -> StepUsage:
     )
 
 
-def add_usage(total: StepUsage, more: StepUsage) -> StepUsage:
-    """The sum of two usages."""
-    return StepUsage(
-        prompt_tokens=total.prompt_tokens + more.prompt_tokens,
-        completion_tokens=total.completion_tokens + more.completion_tokens,
-        cached_prompt_tokens=total.cached_prompt_tokens + more.cached_prompt_tokens,
-        model_calls=total.model_calls + more.model_calls,
-        latency_s=total.latency_s + more.latency_s,
-    )
-
-
 class _UsageMeter:
     """Sums token usage and latency over the model calls of one turn."""
 
@@ -89,11 +78,11 @@ class _UsageMeter:
         elapsed = time.perf_counter() - started
         if not isinstance(reply, AIMessage):
             raise TypeError(f"chat model returned {type(reply).__name__}, expected AIMessage")
-        self.usage = add_usage(self.usage, usage_of(reply, elapsed))
+        self.usage += usage_of(reply, elapsed)
         return reply
 
     def take(self, presampled: PresampledReply) -> AIMessage:
-        self.usage = add_usage(self.usage, presampled.usage)
+        self.usage += presampled.usage
         return presampled.message
 
 

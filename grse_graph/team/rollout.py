@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from grse_graph.counts import Counts
+
 
 class ToolCallRecord(BaseModel):
     """One tool call an agent made and what the tool returned."""
@@ -14,7 +16,7 @@ class ToolCallRecord(BaseModel):
     error: str | None = None
 
 
-class StepUsage(BaseModel):
+class StepUsage(Counts):
     """Tokens and latency of the model calls inside one step."""
 
     prompt_tokens: int = 0

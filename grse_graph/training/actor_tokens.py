@@ -11,12 +11,13 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
-from grse_graph.team.rollout import Rollout
+from grse_graph.counts import Counts
+from grse_graph.team.rollout import Rollout, StepUsage
 
 from .run_folder import RunFolder
 
 
-class StageTokens(BaseModel):
+class StageTokens(Counts):
     """The actor's model calls and tokens in one stage."""
 
     model_config = ConfigDict(frozen=True)
@@ -39,22 +40,17 @@ class ActorTokens(BaseModel):
 
 def stage_tokens(rollouts: Iterable[Rollout]) -> StageTokens:
     """The summed step usage of `rollouts` (reused steps left out)."""
-    executions = calls = prompt = cached = completion = 0
+    executions = 0
+    used = StepUsage()
     for rollout in rollouts:
         executions += 1
-        for step in rollout.steps:
-            if step.reused:
-                continue
-            calls += step.usage.model_calls
-            prompt += step.usage.prompt_tokens
-            cached += step.usage.cached_prompt_tokens
-            completion += step.usage.completion_tokens
+        used = sum((step.usage for step in rollout.steps if not step.reused), used)
     return StageTokens(
         executions=executions,
-        model_calls=calls,
-        prompt_tokens=prompt,
-        cached_prompt_tokens=cached,
-        completion_tokens=completion,
+        model_calls=used.model_calls,
+        prompt_tokens=used.prompt_tokens,
+        cached_prompt_tokens=used.cached_prompt_tokens,
+        completion_tokens=used.completion_tokens,
     )
 
 
@@ -68,12 +64,7 @@ def actor_tokens(run: RunFolder) -> ActorTokens:
 
 def actor_token_lines(tokens: ActorTokens) -> list[str]:
     """The markdown table of `tokens`: one row per stage and their total."""
-    total = StageTokens(
-        **{
-            name: getattr(tokens.training, name) + getattr(tokens.validation, name)
-            for name in StageTokens.model_fields
-        }
-    )
+    total = tokens.training + tokens.validation
     lines = [
         "| stage | model calls | prompt tokens | cached prompt tokens | completion tokens "
         "| executions |",
