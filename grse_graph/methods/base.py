@@ -17,9 +17,9 @@ validation -> commit by the method's policy. A `CreditMethod` decides:
   MASkills: one per trajectory) and the records of groups it skips without a call;
 - `credit(unit, inputs)`: the credit call for one unit, returning its `CreditRecord`;
 - `failed_record(unit, inputs, error)`: the record of a unit whose credit call failed;
-- `update(inputs)`: the round update (default: `plan(records, libraries, inputs)` and no
-  state, the shared operators then propose candidates);
-- `plan(records, libraries, inputs)`: the iteration's `AggregationResult`;
+- `update(inputs)`: the round update (default: `plan(inputs)` and no state, the shared
+  operators then propose candidates);
+- `plan(inputs)`: the iteration's `AggregationResult` from the round's `UpdateInputs`;
 - `commit_policy(iteration, iterations)`: the per-agent validation gate (default), or accept;
 - `committed_state(state, base_score)`: the state as committed, given the validation score
   of the round's base libraries;
@@ -163,17 +163,6 @@ class CreditInputs:
 
 
 @dataclass(frozen=True)
-class PlanInputs:
-    """Everything the plan stage may read. `state` is the method's state after the previous
-    iteration (None at the start and for stateless methods)."""
-
-    iteration: int
-    provider: ChatModelProvider
-    team: TeamSpec
-    state: BaseModel | None = None
-
-
-@dataclass(frozen=True)
 class EvolutionSpec:
     """The operators a method runs: `order` filtered by the run's `OperatorSchedule` at each
     iteration, looked up in `operators`, with `settings` (caps, prune threshold, new skills
@@ -215,14 +204,9 @@ class CreditMethod(Protocol):
         """The record of a unit whose credit call failed with `error`."""
         ...
 
-    async def plan(
-        self,
-        records: Sequence[CreditRecord],
-        libraries: Mapping[str, SkillLibrary],
-        inputs: PlanInputs,
-    ) -> AggregationResult:
+    async def plan(self, inputs: UpdateInputs) -> AggregationResult:
         """The iteration's edit directions and induction evidence from all its credit records
-        (kept, failed and skipped ones alike, in file order)."""
+        (`inputs.records`: kept, failed and skipped ones alike, in file order)."""
         ...
 
     def initial_state(self, inputs: StartInputs) -> BaseModel | None:
@@ -335,12 +319,7 @@ class BaseCreditMethod(Generic[S, R]):
     async def credit(self, unit: CreditUnit, inputs: CreditInputs) -> R:
         raise NotImplementedError(f"{type(self).__name__} must implement credit")
 
-    async def plan(
-        self,
-        records: Sequence[CreditRecord],
-        libraries: Mapping[str, SkillLibrary],
-        inputs: PlanInputs,
-    ) -> AggregationResult:
+    async def plan(self, inputs: UpdateInputs) -> AggregationResult:
         raise NotImplementedError(f"{type(self).__name__} must implement plan")
 
     def base_fields(self, unit: CreditUnit, inputs: CreditInputs) -> dict[str, Any]:
@@ -362,13 +341,7 @@ class BaseCreditMethod(Generic[S, R]):
     async def update(self, inputs: UpdateInputs) -> RoundUpdate:
         """The plan of the round's credit records; the shared operators then propose the
         candidates and the method keeps no state."""
-        plan_inputs = PlanInputs(
-            iteration=inputs.iteration,
-            provider=inputs.provider,
-            team=inputs.team,
-            state=inputs.state,
-        )
-        return RoundUpdate(plan=await self.plan(inputs.records, inputs.libraries, plan_inputs))
+        return RoundUpdate(plan=await self.plan(inputs))
 
     def commit_policy(self, iteration: int, iterations: int) -> CommitPolicy:
         return CommitPolicy(kind="gate")

@@ -3,7 +3,7 @@ aggregation into edit directions and induction patterns, and the replace utility
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
@@ -17,7 +17,6 @@ from grse_graph.methods.base import (
     CreditUnits,
     EvolutionSpec,
     MethodSettings,
-    PlanInputs,
     QuestionRollouts,
 )
 from grse_graph.methods.grse.advantages import DEFAULT_EPS, group_advantages, keep_group
@@ -31,7 +30,7 @@ from grse_graph.methods.grse.critic_schema import CritiqueResult
 from grse_graph.methods.grse.payload import PayloadLimits
 from grse_graph.methods.operators.base import OperatorSettings
 from grse_graph.methods.plan import AggregationResult, DiagnosisCounts
-from grse_graph.skills import SkillLibrary
+from grse_graph.methods.rounds import UpdateInputs
 
 DEFAULT_PAYLOAD_TOKENS = 6000
 """The critic payload's token budget: it fits the embedded engine's 8,192-token context next to
@@ -176,20 +175,15 @@ class GrseMethod(BaseCreditMethod[GrseSettings, CritiqueRecord]):
             error=error,
         )
 
-    async def plan(
-        self,
-        records: Sequence[CreditRecord],
-        libraries: Mapping[str, SkillLibrary],
-        inputs: PlanInputs,
-    ) -> AggregationResult:
-        results = [r.result for r in _critiques(records) if r.result is not None]
+    async def plan(self, inputs: UpdateInputs) -> AggregationResult:
+        critiques = _critiques(inputs.records)
         return await aggregate(
-            results,
-            libraries,
+            [r.result for r in critiques if r.result is not None],
+            inputs.libraries,
             inputs.provider,
             max_tokens=self.settings.aggregate_max_tokens,
             settings=self.settings.aggregation,
-            group_rewards={r.question_id: r.rewards for r in _critiques(records)},
+            group_rewards={r.question_id: r.rewards for r in critiques},
         )
 
     def evolution(self) -> EvolutionSpec:

@@ -11,7 +11,7 @@ the training loop's, shared with GRSE.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 from pydantic import BaseModel
@@ -23,7 +23,6 @@ from grse_graph.methods.base import (
     CreditUnit,
     EvolutionSpec,
     MethodSettings,
-    PlanInputs,
     UtilityRule,
 )
 from grse_graph.methods.maskills.aggregate import aggregate
@@ -35,8 +34,8 @@ from grse_graph.methods.maskills.trace import build_skill_trace
 from grse_graph.methods.operators.registry import OPERATORS, Operator
 from grse_graph.methods.operators.schedule import OPERATOR_ORDER
 from grse_graph.methods.plan import AggregationResult
+from grse_graph.methods.rounds import UpdateInputs
 from grse_graph.methods.utility import MovingAverageUtilities
-from grse_graph.skills import SkillLibrary
 from grse_graph.team.rollout import Rollout
 
 
@@ -84,13 +83,10 @@ class MaskillsMethod(BaseCreditMethod[MaskillsSettings, MaskillsRecord]):
         trace = build_skill_trace(_only_rollout(unit, inputs.rollouts))
         return MaskillsRecord(**self.base_fields(unit, inputs), trace=trace, error=error)
 
-    async def plan(
-        self,
-        records: Sequence[CreditRecord],
-        libraries: Mapping[str, SkillLibrary],
-        inputs: PlanInputs,
-    ) -> AggregationResult:
-        return await aggregate(_records(records), libraries, inputs.provider, self.settings)
+    async def plan(self, inputs: UpdateInputs) -> AggregationResult:
+        return await aggregate(
+            _records(inputs.records), inputs.libraries, inputs.provider, self.settings
+        )
 
     def utility_rule(self) -> UtilityRule:
         return MovingAverageUtilities(keep=self.settings.utility_keep)

@@ -13,7 +13,7 @@ take effect at once and the best round is picked after the fact, as in the paper
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 from pydantic import BaseModel
@@ -25,7 +25,6 @@ from grse_graph.methods.base import (
     CreditRecord,
     CreditUnit,
     MethodSettings,
-    PlanInputs,
 )
 from grse_graph.methods.plan import AggregationResult
 from grse_graph.methods.rounds import (
@@ -142,13 +141,9 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
             **self.base_fields(unit, inputs), trace=trace, signals=signals, judge_calls=calls
         )
 
-    async def plan(
-        self,
-        records: Sequence[CreditRecord],
-        libraries: Mapping[str, SkillLibrary],
-        inputs: PlanInputs,
-    ) -> AggregationResult:
+    async def plan(self, inputs: UpdateInputs) -> AggregationResult:
         """The round's used-skill counts per agent (invocation bookkeeping)."""
+        records = inputs.records
         traces = [r.trace for r in records if isinstance(r, SkillmasRecord) and r.trace]
         return used_skill_counts(traces, [r.question_id for r in records])
 

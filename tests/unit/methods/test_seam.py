@@ -17,7 +17,6 @@ from grse_graph.methods.base import (
     CreditUnit,
     ExternalMethodSettings,
     MethodSettings,
-    PlanInputs,
     QuestionRollouts,
 )
 from grse_graph.methods.grse.method import CritiqueRecord, GrseMethod, GrseSettings
@@ -25,6 +24,7 @@ from grse_graph.methods.operators import OPERATORS, OperatorContext, OperatorSch
 from grse_graph.methods.operators.base import OperatorOutput
 from grse_graph.methods.plan import AggregationResult, EditDirection
 from grse_graph.methods.registry import BUILTIN_METHODS, create_method, method_class
+from grse_graph.methods.rounds import UpdateInputs
 from grse_graph.methods.utility import MovingAverageUtilities, bookkeeping, replace_utilities
 from grse_graph.skills import SkillLibrary
 from tests.fakes import FakeProvider
@@ -51,12 +51,7 @@ class EchoMethod(BaseCreditMethod[EchoSettings, EchoRecord]):
     async def credit(self, unit: CreditUnit, inputs: CreditInputs) -> EchoRecord:
         return EchoRecord(**self.base_fields(unit, inputs))
 
-    async def plan(
-        self,
-        records: object,
-        libraries: Mapping[str, SkillLibrary],
-        inputs: PlanInputs,
-    ) -> AggregationResult:
+    async def plan(self, inputs: UpdateInputs) -> AggregationResult:
         return AggregationResult()
 
 

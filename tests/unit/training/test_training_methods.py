@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -17,11 +16,11 @@ from grse_graph.methods.base import (
     CreditUnit,
     ExternalMethodSettings,
     MethodSettings,
-    PlanInputs,
 )
 from grse_graph.methods.grse.method import CritiqueRecord, GrseSettings
 from grse_graph.methods.plan import AggregationResult
 from grse_graph.methods.registry import BUILTIN_METHODS
+from grse_graph.methods.rounds import UpdateInputs
 from grse_graph.skills import SkillLibrary
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.graph import TrainingDeps
@@ -64,13 +63,8 @@ class SilentMethod(BaseCreditMethod[SilentSettings, SilentRecord]):
     async def credit(self, unit: CreditUnit, inputs: CreditInputs) -> SilentRecord:
         return SilentRecord(**self.base_fields(unit, inputs))
 
-    async def plan(
-        self,
-        records: Sequence[CreditRecord],
-        libraries: Mapping[str, SkillLibrary],
-        inputs: PlanInputs,
-    ) -> AggregationResult:
-        return AggregationResult(question_ids=sorted({r.question_id for r in records}))
+    async def plan(self, inputs: UpdateInputs) -> AggregationResult:
+        return AggregationResult(question_ids=sorted({r.question_id for r in inputs.records}))
 
 
 def _config(**changes: object) -> TrainConfig:
