@@ -236,18 +236,34 @@ async def team_node(state: TeamStudioState, runtime: Runtime[TeamContext]) -> di
     }
 
 
-def build_team_studio_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
-    """The `team` graph of `langgraph.json` (no checkpointer: the server adds its own)."""
+def _one_node_graph(
+    name: str,
+    node_name: str,
+    node: Any,
+    state: type[Any],
+    input_schema: type[Any],
+    output_schema: type[Any],
+    context_schema: type[Any],
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """A graph of `node` alone between START and END, compiled without a checkpointer (the
+    server adds its own)."""
     builder = StateGraph(
-        TeamStudioState,
-        input_schema=TeamInput,
-        output_schema=TeamOutput,
-        context_schema=TeamContext,
+        state,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        context_schema=context_schema,
     )
-    builder.add_node("team", team_node)
-    builder.add_edge(START, "team")
-    builder.add_edge("team", END)
-    return builder.compile(name="team")
+    builder.add_node(node_name, node)
+    builder.add_edge(START, node_name)
+    builder.add_edge(node_name, END)
+    return builder.compile(name=name)
+
+
+def build_team_studio_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The `team` graph of `langgraph.json`."""
+    return _one_node_graph(
+        "team", "team", team_node, TeamStudioState, TeamInput, TeamOutput, TeamContext
+    )
 
 
 # -- the training graph -----------------------------------------------------------------------
@@ -362,17 +378,16 @@ async def training_node(
 
 
 def build_training_studio_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
-    """The `training` graph of `langgraph.json` (no checkpointer: the server adds its own)."""
-    builder = StateGraph(
+    """The `training` graph of `langgraph.json`."""
+    return _one_node_graph(
+        "training",
+        "train",
+        training_node,
         TrainingStudioState,
-        input_schema=TrainingInput,
-        output_schema=TrainingOutput,
-        context_schema=TrainingContext,
+        TrainingInput,
+        TrainingOutput,
+        TrainingContext,
     )
-    builder.add_node("train", training_node)
-    builder.add_edge(START, "train")
-    builder.add_edge("train", END)
-    return builder.compile(name="training")
 
 
 __all__ = [
