@@ -10,7 +10,9 @@ from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Send
+from pydantic import BaseModel
 
+from grse_graph.jsonl import JsonlStore
 from grse_graph.llm.provider import SamplingSettings
 from grse_graph.team import PresampledReply, run_rollout, sample_openings
 from grse_graph.team.rollout import Rollout
@@ -20,10 +22,11 @@ from grse_graph.team.spec import TeamSpec
 from ..context import TrainingContext
 from ..ids import derive_seed, opening_unit_id, question_order, rollout_unit_id
 from ..progress import Stage
-from ..records import OpeningRecord, RolloutRecord
+from ..records import OpeningRecord
 from ..state import RolloutUnit, TrainingState
 
 T = TypeVar("T")
+RecordT = TypeVar("RecordT", bound=BaseModel)
 logger = logging.getLogger(__name__)
 
 
@@ -64,6 +67,15 @@ async def unit_team(
         training=training,
         seed=team_seed(ctx.config.seed, unit_id),
     )
+
+
+async def append_unit_record(
+    store: JsonlStore[RecordT], unit: Mapping[str, Any], **outcome: Any
+) -> None:
+    """Record a finished unit in `store`: the unit's fields its record keeps, plus `outcome`.
+    Written off the event loop (a graph server refuses blocking file I/O on it)."""
+    record = store.model.model_validate({**unit, **outcome})
+    await asyncio.to_thread(store.append, record)
 
 
 async def execute(
@@ -240,17 +252,6 @@ class RolloutStage:
                 opening=opening,
                 parent=config,
             )
-            await asyncio.to_thread(
-                ctx.run.rollouts.append,
-                RolloutRecord(
-                    iteration=unit["iteration"],
-                    unit_id=unit_id,
-                    question_id=unit["question_id"],
-                    group_index=unit["group_index"],
-                    seed=unit["seed"],
-                    library_hashes=unit["library_hashes"],
-                    rollout=result,
-                ),
-            )
+            await append_unit_record(ctx.run.rollouts, unit, rollout=result)
         ctx.done(unit["iteration"], "rollouts", unit_id, reused=reused)
         return {"rollouts_done": [unit_id]}

@@ -6,7 +6,6 @@ of the round is committed here, with the base's validation score."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,9 +28,9 @@ from ..ids import (
     variant_hash,
 )
 from ..progress import ProgressEvent
-from ..records import AggregateRecord, GateRecord, MethodStateRecord, ValidationRecord
+from ..records import AggregateRecord, GateRecord, MethodStateRecord
 from ..state import TrainingState, ValidationUnit
-from .rollouts import execute
+from .rollouts import append_unit_record, execute
 
 BASE_VARIANT = "base"
 
@@ -116,20 +115,7 @@ class ValidationStage:
                 stage="validation",
                 parent=config,
             )
-            # Written off the event loop (a graph server refuses blocking file I/O on it).
-            await asyncio.to_thread(
-                ctx.run.validation.append,
-                ValidationRecord(
-                    iteration=unit["iteration"],
-                    unit_id=unit_id,
-                    variant=unit["variant"],
-                    variant_hash=unit["variant_hash"],
-                    question_id=unit["question_id"],
-                    repeat=unit["repeat"],
-                    reward=result.reward,
-                    rollout=result,
-                ),
-            )
+            await append_unit_record(ctx.run.validation, unit, reward=result.reward, rollout=result)
         ctx.done(unit["iteration"], "validation", unit_id, reused=reused)
         return {"validations_done": [unit_id]}
 
