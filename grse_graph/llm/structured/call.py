@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncGenerator, Generator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypedDict, TypeVar, Unpack, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
@@ -236,6 +236,17 @@ def _repair_messages(
     ]
 
 
+class StructuredOptions(TypedDict, total=False):
+    """The keyword options of `structured_outcome` and `astructured_outcome`."""
+
+    max_repairs: int
+    """Repair rounds after the first request (default 1)."""
+    method: StructuredMethod | None
+    """The structured-output method (default None: the one in the model's metadata)."""
+    limits: RepetitionLimits | None
+    """The repetition watch of a streamed reply (default None: `RepetitionLimits()`)."""
+
+
 class _Call(Generic[T]):
     """The state of one structured call across its attempts."""
 
@@ -244,33 +255,56 @@ class _Call(Generic[T]):
         model: BaseChatModel,
         schema: type[T],
         messages: Sequence[BaseMessage],
-        method: StructuredMethod | None,
+        options: StructuredOptions,
     ) -> None:
         self.schema = schema
-        self.method = METHODS[method or structured_method(model)]
+        self.method = METHODS[options.get("method") or structured_method(model)]
         self.request = self.method.request(model, schema, messages)
         self.parameters = {**self.request.parameters, **cap_parameters(model, schema)}
         self.streamed = _streams(model)
+        self.limits = options.get("limits") or RepetitionLimits()
+        self.max_repairs = options.get("max_repairs", 1)
         self.history = list(self.request.opening)
         self.attempts: list[StructuredAttempt] = []
+        self.value: T | None = None
 
-    def record(self, reply: _Reply, started: float, more: bool) -> T | None:
+    @property
+    def pending(self) -> bool:
+        """No valid object yet and a request left."""
+        return self.value is None and len(self.attempts) <= self.max_repairs
+
+    def ask(self) -> _Reply:
+        with refusals_translated():
+            if self.streamed:
+                return _stream_sync(self.request, self.history, self.limits, self.parameters)
+            return _Reply(_as_message(self.request.model.invoke(self.history, **self.parameters)))
+
+    async def aask(self) -> _Reply:
+        with refusals_translated():
+            if self.streamed:
+                return await _stream_async(self.request, self.history, self.limits, self.parameters)
+            return _Reply(
+                _as_message(await self.request.model.ainvoke(self.history, **self.parameters))
+            )
+
+    def record(self, reply: _Reply, started: float) -> None:
         read = _read(self.method, self.schema, reply, time.perf_counter() - started)
         self.attempts.append(read.attempt)
         if read.attempt.runaway:
             _log.warning("%s: %s", self.schema.__name__, read.attempt.runaway)
-        if read.parsed is None and more:
+        self.value = read.parsed
+        if read.parsed is None and self.pending:
             self.history.extend(
                 _repair_messages(self.schema, read, self.method.ask_again(self.schema))
             )
-        return read.parsed
 
-    def outcome(self, value: T | None, max_repairs: int) -> StructuredOutcome[T]:
-        if value is not None:
-            return StructuredOutcome(value, tuple(self.attempts))
+    def outcome(self) -> StructuredOutcome[T]:
+        if self.value is not None:
+            return StructuredOutcome(self.value, tuple(self.attempts))
         problem = self.attempts[-1].problem if self.attempts else "no attempt"
         error = StructuredOutputError(
-            f"{self.schema.__name__}: no valid output after {max_repairs + 1} attempt(s): {problem}"
+            f"{self.schema.__name__}: no valid output after {self.max_repairs + 1} attempt(s): "
+            f"{problem}"
         )
         return StructuredOutcome(None, tuple(self.attempts), error)
 
@@ -279,57 +313,28 @@ def structured_outcome(
     model: BaseChatModel,
     schema: type[T],
     messages: Sequence[BaseMessage],
-    *,
-    max_repairs: int = 1,
-    method: StructuredMethod | None = None,
-    limits: RepetitionLimits | None = None,
+    **options: Unpack[StructuredOptions],
 ) -> StructuredOutcome[T]:
-    """`structured_call` that returns every attempt instead of raising (``method`` None: the one
-    in the model's metadata)."""
-    call = _Call(model, schema, messages, method)
-    for number in range(max_repairs + 1):
+    """`structured_call` that returns every attempt instead of raising."""
+    call = _Call(model, schema, messages, options)
+    while call.pending:
         started = time.perf_counter()
-        with refusals_translated():
-            if call.streamed:
-                reply = _stream_sync(
-                    call.request, call.history, limits or RepetitionLimits(), call.parameters
-                )
-            else:
-                reply = _Reply(
-                    _as_message(call.request.model.invoke(call.history, **call.parameters))
-                )
-        value = call.record(reply, started, number < max_repairs)
-        if value is not None:
-            return call.outcome(value, max_repairs)
-    return call.outcome(None, max_repairs)
+        call.record(call.ask(), started)
+    return call.outcome()
 
 
 async def astructured_outcome(
     model: BaseChatModel,
     schema: type[T],
     messages: Sequence[BaseMessage],
-    *,
-    max_repairs: int = 1,
-    method: StructuredMethod | None = None,
-    limits: RepetitionLimits | None = None,
+    **options: Unpack[StructuredOptions],
 ) -> StructuredOutcome[T]:
     """Async `structured_outcome`."""
-    call = _Call(model, schema, messages, method)
-    for number in range(max_repairs + 1):
+    call = _Call(model, schema, messages, options)
+    while call.pending:
         started = time.perf_counter()
-        with refusals_translated():
-            if call.streamed:
-                reply = await _stream_async(
-                    call.request, call.history, limits or RepetitionLimits(), call.parameters
-                )
-            else:
-                reply = _Reply(
-                    _as_message(await call.request.model.ainvoke(call.history, **call.parameters))
-                )
-        value = call.record(reply, started, number < max_repairs)
-        if value is not None:
-            return call.outcome(value, max_repairs)
-    return call.outcome(None, max_repairs)
+        call.record(await call.aask(), started)
+    return call.outcome()
 
 
 def _as_message(result: object) -> AIMessage | None:
