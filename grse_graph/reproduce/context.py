@@ -3,13 +3,18 @@ each), the seeds, the size (full, `--limit`, `--smoke`), the data paths and the 
 
 from __future__ import annotations
 
+import json
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.console import Console
 
+from grse_graph.errors import ConfigError
 from grse_graph.llm import LLMConfig, load_config
+from grse_graph.validation_text import describe_validation_error
 
 from .executors import RunContext
 from .paper import PaperTable
@@ -49,6 +54,50 @@ def load_actors(configs: list[Path], smoke: SmokeSize | None) -> list[Actor]:
     return [Actor(actor_label(llm), llm) for llm in llms]
 
 
+FIXTURES_FILE = "fixtures.json"
+
+
+class FixtureTask(BaseModel):
+    """One task's fixture: its data file (relative to the fixtures folder) and the options of
+    its loader (`load_task`'s: the fixture's split sizes)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str
+    options: dict[str, Any] = {}
+
+
+class Fixtures(BaseModel):
+    """A folder of data fixtures standing in for the benchmarks (`--fixtures DIR`): what they
+    are (printed at the top of every table) and each task's file and loader options."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    about: str
+    tasks: dict[str, FixtureTask]
+
+    def data(self, folder: Path) -> dict[str, str]:
+        """Each task's fixture file, resolved against `folder`."""
+        return {task: str((folder / f.file).resolve()) for task, f in self.tasks.items()}
+
+    def options(self) -> dict[str, dict[str, Any]]:
+        """Each task's loader options."""
+        return {task: dict(f.options) for task, f in self.tasks.items()}
+
+
+def load_fixtures(folder: Path) -> Fixtures:
+    """`fixtures.json` of `folder`; a missing or invalid file is one `ConfigError` line."""
+    path = folder / FIXTURES_FILE
+    try:
+        return Fixtures.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the fixtures ({error.strerror})") from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path}: not JSON ({error.msg}, line {error.lineno})") from None
+    except ValidationError as error:
+        raise ConfigError(f"{path}: {describe_validation_error(error)}") from None
+
+
 def current_commit(repo: Path | None = None) -> str:
     """The short commit of the checkout this package runs from (`unknown` outside git)."""
     where = repo or Path(__file__).resolve().parents[2]
@@ -86,6 +135,10 @@ class TableContext:
     """Loop sizes given on the command line (iterations, batch_size, validation_size,
     group_size) over Table 8's or the smoke size: a machine-sized run, printed as deviations."""
     console: Console = field(default_factory=Console)
+    task_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each task's loader options (`load_task`'s), from `--fixtures`."""
+    fixtures: str | None = None
+    """What the data fixtures are (`--fixtures`; None: the benchmarks' data)."""
 
     @property
     def paper(self) -> PaperTable:
@@ -102,4 +155,6 @@ class TableContext:
 
     def run_context(self, actor: Actor) -> RunContext:
         """The executors' context of one actor."""
-        return RunContext(llm=actor.llm, data=self.data, console=self.console)
+        return RunContext(
+            llm=actor.llm, data=self.data, console=self.console, task_options=self.task_options
+        )

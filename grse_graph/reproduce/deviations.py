@@ -29,7 +29,8 @@ def _paper_test_size(settings: PaperSettings, task: str, category: str | None) -
 
 def _split_size(ctx: TableContext, spec: RunSpec) -> int | None:
     try:
-        task = load_task(spec.task, ctx.data.get(spec.task), category=spec.category)
+        options = ctx.task_options.get(spec.task, {})
+        task = load_task(spec.task, ctx.data.get(spec.task), category=spec.category, **options)
         return len(task.split("test"))
     except Exception:  # a missing data file is the run's failure, not the header's
         return None
@@ -77,6 +78,11 @@ def deviations(ctx: TableContext, runs: Sequence[RunSpec]) -> list[str]:
         lines.append(
             f"SMOKE SIZE: {smoke.test_questions} test questions, {len(ctx.seeds)} seed(s), "
             f"embedded model {smoke.engine_model} unless --config points the roles elsewhere; "
+            "the numbers check the pipeline, not the paper"
+        )
+    if ctx.fixtures is not None:
+        lines.append(
+            f"DATA: {ctx.fixtures}; tasks on fixtures: {', '.join(sorted(ctx.task_options))}; "
             "the numbers check the pipeline, not the paper"
         )
     if len(ctx.seeds) != 3:

@@ -10,7 +10,7 @@ import asyncio
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -45,15 +45,18 @@ TRAIN_DIR = "run"
 @dataclass(frozen=True)
 class RunContext:
     """What every executor needs besides the spec: the endpoints of the spec's actor, the data
-    path of each task (None: the task's bundled data or its default route) and a console."""
+    path of each task (None: the task's bundled data or its default route), a console and the
+    loader options of each task (`load_task`'s; the smoke fixtures' split sizes)."""
 
     llm: LLMConfig
     data: Mapping[str, str | None]
     console: Console
+    task_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def task(self, spec: RunSpec) -> Task:
-        """The spec's task, from its data path, restricted to its category."""
-        return load_task(spec.task, self.data.get(spec.task), category=spec.category)
+        """The spec's task, from its data path and options, restricted to its category."""
+        options = self.task_options.get(spec.task, {})
+        return load_task(spec.task, self.data.get(spec.task), category=spec.category, **options)
 
 
 class Executor(Protocol):

@@ -15,7 +15,7 @@ from rich.console import Console
 from grse_graph.errors import GrseError
 
 from . import cost as costs
-from .context import TableContext, current_commit, load_actors
+from .context import TableContext, current_commit, load_actors, load_fixtures
 from .deviations import deviations
 from .manifest import Manifest, RunSpec, run_state, state_action
 from .paper import load_paper
@@ -101,6 +101,14 @@ def parser_for(table: TableDef) -> argparse.ArgumentParser:
         parser.add_argument(
             f"--data-{task}", default=None, help=f"{task} data (default: the shared data folder)"
         )
+    parser.add_argument(
+        "--fixtures",
+        type=Path,
+        default=None,
+        help="a folder of data fixtures standing in for the benchmarks (its fixtures.json names "
+        "each task's file and split sizes; tests/fixtures/evals holds the smoke test's invented "
+        "ones); every table says so at its top. --data-TASK still wins for its task",
+    )
     return parser
 
 
@@ -111,9 +119,17 @@ def context_from(table: TableDef, args: argparse.Namespace, console: Console) ->
     seeds = settings.smoke.seeds if args.smoke else args.seeds
     if seeds < 1:
         raise GrseError("--seeds must be at least 1")
+    fixtures = load_fixtures(args.fixtures) if args.fixtures is not None else None
+    fixture_data = fixtures.data(args.fixtures) if fixtures is not None else {}
+    options = fixtures.options() if fixtures is not None else {}
     data: dict[str, str | None] = {"demo": None}
     for task, (folder, name) in DATA_DEFAULTS.items():
         given = getattr(args, f"data_{task}")
+        if given:
+            options.pop(task, None)
+        elif task in fixture_data:
+            data[task] = fixture_data[task]
+            continue
         path = Path(given) if given else _shared_data() / folder / name
         data[task] = str(path.resolve())
     return TableContext(
@@ -134,6 +150,8 @@ def context_from(table: TableDef, args: argparse.Namespace, console: Console) ->
             if getattr(args, flag.replace("-", "_")) is not None
         },
         console=console,
+        task_options=options,
+        fixtures=fixtures.about if fixtures is not None and options else None,
     )
 
 

@@ -41,6 +41,14 @@ def models(actor: Actor) -> dict[str, Any]:
     }
 
 
+def fixture_params(ctx: TableContext, task: str) -> dict[str, Any]:
+    """What of `--fixtures` changes a run of `task`, for its id (nothing on the benchmarks'
+    data): a run on a fixture never shares its id with one on the benchmark."""
+    if ctx.fixtures is None or task not in ctx.task_options:
+        return {}
+    return {"data": "fixtures", "task_options": ctx.task_options[task]}
+
+
 def eval_spec(
     ctx: TableContext,
     actor: Actor,
@@ -53,7 +61,12 @@ def eval_spec(
 ) -> RunSpec:
     """The team on the test split (greedy, so one run without a seed): empty libraries, or
     those trained by `libraries_from` (then named after it: `transfer-<its method>`)."""
-    params: dict[str, Any] = {"split": "test", "limit": ctx.test_limit(), "models": models(actor)}
+    params: dict[str, Any] = {
+        "split": "test",
+        "limit": ctx.test_limit(),
+        "models": models(actor),
+        **fixture_params(ctx, task),
+    }
     needs: tuple[str, ...] = ()
     seed = None
     variant = "default"
@@ -91,7 +104,12 @@ def baseline_spec(
         actor=actor.label,
         seed=seed if method in SAMPLED_BASELINES else None,
         commit=ctx.commit,
-        params={"split": "test", "limit": ctx.test_limit(), "models": models(actor)},
+        params={
+            "split": "test",
+            "limit": ctx.test_limit(),
+            "models": models(actor),
+            **fixture_params(ctx, task),
+        },
     )
 
 
@@ -194,6 +212,7 @@ def train_spec(
         "test_limit": ctx.test_limit(),
         "start_test_from": start.run_id if start is not None else None,
         "planted": planted,
+        **fixture_params(ctx, task),
     }
     return RunSpec(
         kind="train",
