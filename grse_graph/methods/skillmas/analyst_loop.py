@@ -23,14 +23,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, Field, ValidationError
 
 from grse_graph.errors import ModelRequestRefused
-from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
-from grse_graph.skills import SkillLibrary
+from grse_graph.llm.provider import SamplingSettings
 from grse_graph.team.agent import replayable
-from grse_graph.team.rollout import Rollout
 from grse_graph.validation_text import describe_validation_error
 
 from .diagnosis import (
     ANALYST_TEMPERATURE,
+    AnalystEvidence,
     AnalystResult,
     ClusterAnalysis,
     FailureCluster,
@@ -100,13 +99,9 @@ def _clip(text: str, limit: int = RESULT_CHARS) -> str:
 
 
 @dataclass(frozen=True)
-class ToolLoopAnalyst:
+class ToolLoopAnalyst(AnalystEvidence):
     """The analyst loop over one round's evidence (a `ClusterAnalyst`)."""
 
-    rollouts: Mapping[str, Rollout]
-    gold: Mapping[str, str]
-    libraries: Mapping[str, SkillLibrary]
-    provider: ChatModelProvider
     successes: Sequence[VerifiedTrace] = ()
     agent_boundaries: Mapping[str, str] | None = None
     max_tokens: int | None = None

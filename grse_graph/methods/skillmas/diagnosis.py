@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, model_validator
@@ -218,6 +218,12 @@ def checked(cluster: FailureCluster, analysis: ClusterAnalysis) -> Diagnosis:
     tag: Tag = analysis.tag if unique else "none"
     if analysis.dominant_cause == "bad executor assignment":
         tag = "handoff-to-structure"
+    return _diagnosis(cluster, analysis=analysis, checks_failed=problems, unique=unique, tag=tag)
+
+
+def _diagnosis(cluster: FailureCluster, **outcome: Any) -> Diagnosis:
+    """A diagnosis of `cluster` with the analyst's `outcome` (the checked analysis, or why
+    there is none)."""
     return Diagnosis(
         cluster=cluster.key,
         task_type=cluster.task_type,
@@ -226,10 +232,7 @@ def checked(cluster: FailureCluster, analysis: ClusterAnalysis) -> Diagnosis:
         rollout_ids=[t.rollout_id for t in cluster.failures],
         agents=cluster.agents,
         skills=cluster.skills,
-        analysis=analysis,
-        checks_failed=problems,
-        unique=unique,
-        tag=tag,
+        **outcome,
     )
 
 
@@ -305,13 +308,20 @@ class ClusterAnalyst(Protocol):
 
 
 @dataclass(frozen=True)
-class SingleCallAnalyst:
-    """Row 14's default: one structured critic call with the whole evidence in the prompt."""
+class AnalystEvidence:
+    """What every analyst reads of a round: its rollouts by id, the gold answers by question
+    id, the libraries, and the provider it calls."""
 
     rollouts: Mapping[str, Rollout]
     gold: Mapping[str, str]
     libraries: Mapping[str, SkillLibrary]
     provider: ChatModelProvider
+
+
+@dataclass(frozen=True)
+class SingleCallAnalyst(AnalystEvidence):
+    """Row 14's default: one structured critic call with the whole evidence in the prompt."""
+
     max_tokens: int | None = None
 
     async def analyse(self, cluster: FailureCluster) -> AnalystResult:
@@ -347,25 +357,9 @@ async def diagnose(
     out = []
     for cluster in [c for c in clusters if c.tier != "P2"][:max_clusters]:
         result = await analyst.analyse(cluster)
+        loop = {"turns": result.turns, "tools_called": result.tools_called}
         if result.analysis is None:
-            out.append(
-                Diagnosis(
-                    cluster=cluster.key,
-                    task_type=cluster.task_type,
-                    tier=cluster.tier,
-                    priority=cluster.priority,
-                    rollout_ids=[t.rollout_id for t in cluster.failures],
-                    agents=cluster.agents,
-                    skills=cluster.skills,
-                    error=result.error,
-                    turns=result.turns,
-                    tools_called=result.tools_called,
-                )
-            )
-            continue
-        out.append(
-            checked(cluster, result.analysis).model_copy(
-                update={"turns": result.turns, "tools_called": result.tools_called}
-            )
-        )
+            out.append(_diagnosis(cluster, error=result.error, **loop))
+        else:
+            out.append(checked(cluster, result.analysis).model_copy(update=loop))
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .state import SkillmasState
+from .state import RoundRecord, SkillmasState
 
 if TYPE_CHECKING:
     from .record import SkillmasRecord
@@ -39,18 +39,24 @@ def report_lines(
 ) -> list[str]:
     """The "## SkillMAS rounds" section; the best round by `checkpoint`."""
     rounds = [s for s in states if s.round is not None]
+    round_records = [s.round for s in rounds if s.round is not None]
     return [
         "## SkillMAS rounds",
         "",
         *_trace_lines(records),
-        *_round_table(rounds),
+        *_round_table(round_records),
         *_best_round_lines(rounds, checkpoint),
         *_skill_utility_lines(rounds),
         *_executor_utility_lines(rounds),
-        *_action_lines(rounds),
-        *_pool_lines(rounds),
-        *_restructuring_lines(rounds),
+        *_action_lines(round_records),
+        *_pool_lines(round_records),
+        *_restructuring_lines(round_records),
     ]
+
+
+def _titled_table(title: str, header: str, align: str) -> list[str]:
+    """The opening of a `### title` section that is one markdown table."""
+    return ["", f"### {title}", "", header, align]
 
 
 def _trace_lines(records: Sequence[SkillmasRecord]) -> list[str]:
@@ -76,7 +82,7 @@ def _trace_lines(records: Sequence[SkillmasRecord]) -> list[str]:
     return out
 
 
-def _round_table(rounds: Sequence[SkillmasState]) -> list[str]:
+def _round_table(rounds: Sequence[RoundRecord]) -> list[str]:
     """One row per round: outcome, validation, evidence, actions and drop."""
     out = [
         "",
@@ -84,9 +90,7 @@ def _round_table(rounds: Sequence[SkillmasState]) -> list[str]:
         "| local | actions | drop |",
         "| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |",
     ]
-    for state in rounds:
-        r = state.round
-        assert r is not None
+    for r in rounds:
         kinds: dict[str, int] = {}
         for a in r.actions:
             kinds[a.kind] = kinds.get(a.kind, 0) + 1
@@ -160,61 +164,47 @@ def _executor_utility_lines(rounds: Sequence[SkillmasState]) -> list[str]:
     return out
 
 
-def _action_lines(rounds: Sequence[SkillmasState]) -> list[str]:
+def _action_lines(rounds: Sequence[RoundRecord]) -> list[str]:
     """Every skill action of every round."""
-    out = [
-        "",
-        "### Skill actions",
-        "",
+    return _titled_table(
+        "Skill actions",
         "| round | action | agent | skill | task type | detail |",
         "| ---: | --- | --- | --- | --- | --- |",
+    ) + [
+        f"| {r.iteration} | {action.kind} | {action.agent or '-'} | {action.skill or '-'} | "
+        f"{action.task_type or '-'} | {_cell(action.detail)[:160]} |"
+        for r in rounds
+        for action in r.actions
     ]
-    for s in rounds:
-        assert s.round is not None
-        for action in s.round.actions:
-            out.append(
-                f"| {s.round.iteration} | {action.kind} | {action.agent or '-'} | "
-                f"{action.skill or '-'} | {action.task_type or '-'} | "
-                f"{_cell(action.detail)[:160]} |"
-            )
-    return out
 
 
-def _pool_lines(rounds: Sequence[SkillmasState]) -> list[str]:
+def _pool_lines(rounds: Sequence[RoundRecord]) -> list[str]:
     """Every validation-pool decision of every round."""
-    out = [
-        "",
-        "### Validation pool",
-        "",
+    return _titled_table(
+        "Validation pool",
         "| round | agent | skill | uses | successes | decision |",
         "| ---: | --- | --- | ---: | ---: | --- |",
+    ) + [
+        f"| {r.iteration} | {pd.agent} | {pd.skill} | {pd.uses} | "
+        f"{pd.successes} | {pd.decision}: {_cell(pd.reason)} |"
+        for r in rounds
+        for pd in r.pool
     ]
-    for s in rounds:
-        assert s.round is not None
-        for pd in s.round.pool:
-            out.append(
-                f"| {s.round.iteration} | {pd.agent} | {pd.skill} | {pd.uses} | "
-                f"{pd.successes} | {pd.decision}: {_cell(pd.reason)} |"
-            )
-    return out
 
 
-def _restructuring_lines(rounds: Sequence[SkillmasState]) -> list[str]:
+def _restructuring_lines(rounds: Sequence[RoundRecord]) -> list[str]:
     """Each round's restructuring decision, after the edit it reverted (drop_policy=demote)."""
-    out = [
-        "",
-        "### Restructuring",
-        "",
+    out = _titled_table(
+        "Restructuring",
         "| round | decision | task type | agent | guard | team before | team after | evidence |",
         "| ---: | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for s in rounds:
-        assert s.round is not None
-        if s.round.restructuring is None:
+    )
+    for r in rounds:
+        if r.restructuring is None:
             continue
-        if s.round.reverted is not None:
-            out.append(_reverted_row(s.round.iteration, s.round.reverted, s.round.drop))
-        out.append(_decision_row(s.round.iteration, s.round.restructuring))
+        if r.reverted is not None:
+            out.append(_reverted_row(r.iteration, r.reverted, r.drop))
+        out.append(_decision_row(r.iteration, r.restructuring))
     return out
 
 
