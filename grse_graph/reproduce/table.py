@@ -118,6 +118,17 @@ class Row(BaseModel):
     cells: dict[str, Cell]
 
 
+class TableContent(BaseModel):
+    """What a table definition builds of one result table: its columns and rows, the notes and
+    figures under it and header lines of its own (every table is headed by its deviations)."""
+
+    columns: list[Column]
+    rows: list[Row]
+    notes: list[str] = Field(default_factory=list)
+    figures: list[str] = Field(default_factory=list)
+    header: list[str] = Field(default_factory=list)
+
+
 class ResultTable(BaseModel):
     """A reproduced table with everything its Markdown shows."""
 

@@ -1,2 +1,2 @@
-"""One definition per paper table: the runs it needs (`plan`) and how its table is built from
-their outcomes (`build`). `TABLES` is the registry the scripts and `grse reproduce` read."""
+"""One module per paper table: the runs it needs (`plan`) and what its result tables hold,
+from their outcomes (`tabulate`). `registry.TABLES` defines each table with them."""

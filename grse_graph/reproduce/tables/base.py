@@ -6,9 +6,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from grse_graph.reproduce.context import TableContext
+from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunFailure, RunOutcome
-from grse_graph.reproduce.table import Metric, NotMeasured, ResultTable
+from grse_graph.reproduce.paper import PaperTable
+from grse_graph.reproduce.table import (
+    Cell,
+    Metric,
+    NotMeasured,
+    ResultTable,
+    TableContent,
+    collect,
+)
 
 Result = RunOutcome | RunFailure
 Layout = dict[str, dict[str, list[RunSpec]]]
@@ -17,20 +26,43 @@ Layout = dict[str, dict[str, list[RunSpec]]]
 
 @dataclass(frozen=True)
 class TableDef:
-    """A paper table: its name (`table1`), script, title, what it reproduces and costs (the
-    scripts' --help), the tasks whose data it reads, its runs and its builder (one result
-    table, or two for T4 + T5)."""
+    """A paper table: its name (`table1`), script, result tables, what it reproduces and costs
+    (the scripts' --help), the tasks whose data it reads, its runs and what its result tables
+    hold (one, or two for T4 + T5)."""
 
     name: str
     script: str
-    title: str
+    tables: Mapping[str, str]
+    """Its result tables, name -> title; each prints `evals/paper/<name>.json` beside ours."""
     reproduces: str
     cost: str
     tasks: tuple[str, ...]
-    papers: tuple[str, ...]
-    """The `evals/paper/<name>.json` files it prints beside its numbers."""
     plan: Callable[[TableContext], list[RunSpec]]
-    build: Callable[[TableContext, Mapping[str, Result]], list[ResultTable]]
+    tabulate: Callable[[TableContext, Mapping[str, Result]], list[TableContent]]
+    """The content of each of `tables`, in their order."""
+
+    @property
+    def papers(self) -> tuple[str, ...]:
+        """The `evals/paper/<name>.json` files it prints beside its numbers."""
+        return tuple(self.tables)
+
+    def build(self, ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]:
+        """Its result tables, each headed by every way its runs deviate from the paper."""
+        header = deviations(ctx, self.plan(ctx))
+        contents = self.tabulate(ctx, results)
+        return [
+            ResultTable(
+                table=name,
+                title=title,
+                header=[*header, *content.header],
+                columns=content.columns,
+                rows=content.rows,
+                paper_where=ctx.paper_of(name).where,
+                notes=content.notes,
+                figures=content.figures,
+            )
+            for (name, title), content in zip(self.tables.items(), contents, strict=True)
+        ]
 
 
 def flatten(layout: Layout) -> list[RunSpec]:
@@ -68,3 +100,23 @@ def summary_metric(name: str, category: str | None = None, scale: float = 100.0)
         return value * scale
 
     return read
+
+
+def paper_row(label: str) -> str:
+    """The paper's row of a row labelled per actor (`GRSE [qwen-7b]` -> `GRSE`)."""
+    return label.split(" [")[0]
+
+
+def metric_cells(
+    paper: PaperTable,
+    row: str,
+    outcomes: Sequence[Result],
+    metrics: Mapping[str, Metric],
+    digits: int = 1,
+) -> dict[str, Cell]:
+    """One row's cells: each metric over the row's runs, beside the paper's value of its
+    column in `row`."""
+    return {
+        key: collect(outcomes, metric, paper=paper.value(row, key), digits=digits)
+        for key, metric in metrics.items()
+    }

@@ -7,13 +7,12 @@ import statistics
 from collections.abc import Mapping
 
 from grse_graph.reproduce.context import TableContext
-from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunOutcome
 from grse_graph.reproduce.specs import eval_spec, train_spec
-from grse_graph.reproduce.table import Column, Metric, ResultTable, Row, collect
+from grse_graph.reproduce.table import Column, Metric, Row, TableContent
 
-from .base import Result, TableDef, results_of, summary_metric
+from .base import Result, metric_cells, paper_row, results_of, summary_metric
 from .t2_locomo import CATEGORIES
 
 TASK = "locomo"
@@ -52,49 +51,14 @@ def _avg(outcome: RunOutcome) -> float | None:
     return statistics.fmean(present) if len(present) == len(CATEGORIES) else None
 
 
-def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]:
+def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableContent]:
     columns = [Column(key=c, label=f"{c} F1") for c in CATEGORIES]
     columns.append(Column(key="avg", label="Avg. F1"))
+    metrics: dict[str, Metric] = {c: summary_metric("f1", c) for c in CATEGORIES}
+    metrics["avg"] = _avg
     rows = []
     for label, specs in groups(ctx).items():
-        outcomes = results_of(specs, results)
-        paper_row = label.split(" [")[0]
-        metrics: dict[str, Metric] = {c: summary_metric("f1", c) for c in CATEGORIES}
-        metrics["avg"] = _avg
-        cells = {
-            key: collect(outcomes, metric, paper=ctx.paper.value(paper_row, key))
-            for key, metric in metrics.items()
-        }
+        cells = metric_cells(ctx.paper, paper_row(label), results_of(specs, results), metrics)
         rows.append(Row(label=label, cells=cells))
-    return [
-        ResultTable(
-            table="table10",
-            title="Table 10: ablations on one mixed LoCoMo library (test F1)",
-            header=deviations(ctx, plan(ctx)),
-            columns=columns,
-            rows=rows,
-            paper_where=ctx.paper.where,
-            notes=["Avg.: the mean of the four categories' F1 of one run, then mean ± SD"],
-        )
-    ]
-
-
-TABLE10 = TableDef(
-    name="table10",
-    script="table10_ablations.py",
-    title="Table 10: ablations",
-    reproduces=(
-        "Table 10 of the GRSE paper: GRSE and its ablations (w/o structure, G = 1, DAPO filter, "
-        "w/ label) each training one library on all four LoCoMo categories (32 questions per "
-        "iteration), tested per category with the Avg."
-    ),
-    cost=(
-        "per actor and seed: 5 mixed-category training runs (T = 5, 32 questions per "
-        "iteration, the whole 308-question validation split) and their tests on the 842 test "
-        "questions, plus the empty library once"
-    ),
-    tasks=(TASK,),
-    papers=("table10",),
-    plan=plan,
-    build=build,
-)
+    notes = ["Avg.: the mean of the four categories' F1 of one run, then mean ± SD"]
+    return [TableContent(columns=columns, rows=rows, notes=notes)]

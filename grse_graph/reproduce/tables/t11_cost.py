@@ -7,13 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from grse_graph.reproduce.context import TableContext
-from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunOutcome
-from grse_graph.reproduce.table import Column, Metric, NotMeasured, ResultTable, Row, collect
+from grse_graph.reproduce.table import Column, Metric, NotMeasured, Row, TableContent
 
 from . import t1_hotpotqa
-from .base import Result, TableDef, results_of
+from .base import Result, metric_cells, results_of
 
 ROLES = ("actor", "critic", "optimizer")
 
@@ -51,66 +50,37 @@ def _training_minutes(outcome: RunOutcome) -> float | None:
     return None if outcome.training_s is None else outcome.training_s / 60.0
 
 
-def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]:
-    metrics: dict[str, tuple[str, Metric]] = {}
+def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableContent]:
+    named: dict[str, tuple[str, Metric]] = {}
     for role in ROLES:
-        metrics[f"{role}:calls"] = (f"{role} calls", _role(role, "calls"))
-        metrics[f"{role}:prompt"] = (f"{role} prompt k tok", _role(role, "prompt_tokens", 1000))
-        metrics[f"{role}:completion"] = (
+        named[f"{role}:calls"] = (f"{role} calls", _role(role, "calls"))
+        named[f"{role}:prompt"] = (f"{role} prompt k tok", _role(role, "prompt_tokens", 1000))
+        named[f"{role}:completion"] = (
             f"{role} completion k tok",
             _role(role, "completion_tokens", 1000),
         )
-        metrics[f"{role}:time"] = (f"{role} model min", _role(role, "wall_time_s", 60))
+        named[f"{role}:time"] = (f"{role} model min", _role(role, "wall_time_s", 60))
     for stage in ("rollouts", "validation"):
-        metrics[f"actor_{stage}:prompt"] = (
+        named[f"actor_{stage}:prompt"] = (
             f"actor {stage} prompt k tok",
             _stage(stage, "prompt_tokens"),
         )
-        metrics[f"actor_{stage}:completion"] = (
+        named[f"actor_{stage}:completion"] = (
             f"actor {stage} completion k tok",
             _stage(stage, "completion_tokens"),
         )
-    metrics["training"] = ("training min", _training_minutes)
-    columns = [Column(key=key, label=label) for key, (label, _) in metrics.items()]
+    named["training"] = ("training min", _training_minutes)
+    columns = [Column(key=key, label=label) for key, (label, _) in named.items()]
+    metrics = {key: metric for key, (_, metric) in named.items()}
     rows = []
     for actor in ctx.actors:
         for label in t1_hotpotqa.TRAINED:
-            specs = [s for s in t1_hotpotqa.trained_runs(ctx, actor, label)]
-            outcomes = results_of(specs, results)
-            cells = {
-                key: collect(outcomes, metric, paper=ctx.paper.value(label, key))
-                for key, (_, metric) in metrics.items()
-            }
+            outcomes = results_of(t1_hotpotqa.trained_runs(ctx, actor, label), results)
+            cells = metric_cells(ctx.paper, label, outcomes, metrics)
             rows.append(Row(label=f"{label} [{actor.label}]", cells=cells))
-    return [
-        ResultTable(
-            table="table11",
-            title="Table 11: training cost per role (HotpotQA, one training run incl. its tests)",
-            header=deviations(ctx, plan(ctx)),
-            columns=columns,
-            rows=rows,
-            paper_where=ctx.paper.where,
-            notes=[
-                "role usage covers every session of the run folder: training and the tests of "
-                "the starting and trained libraries; the actor's rollouts and validation "
-                "columns are summed from the recorded steps of training alone",
-            ],
-        )
+    notes = [
+        "role usage covers every session of the run folder: training and the tests of the "
+        "starting and trained libraries; the actor's rollouts and validation columns are summed "
+        "from the recorded steps of training alone",
     ]
-
-
-TABLE11 = TableDef(
-    name="table11",
-    script="table11_cost.py",
-    title="Table 11: training cost",
-    reproduces=(
-        "Table 11 of the GRSE paper: calls, prompt and completion tokens and model time per role "
-        "(actor, critic, optimizer) and the training wall time of GRSE, GRSE w/o structure and "
-        "MASkills on HotpotQA"
-    ),
-    cost="nothing beyond Table 1: it reads its training runs (made here if missing)",
-    tasks=("hotpotqa",),
-    papers=("table11",),
-    plan=plan,
-    build=build,
-)
+    return [TableContent(columns=columns, rows=rows, notes=notes)]

@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from grse_graph.reproduce.context import Actor, TableContext
-from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.specs import baseline_spec, eval_spec, train_spec
-from grse_graph.reproduce.table import Column, ResultTable, Row, collect
+from grse_graph.reproduce.table import Column, Row, TableContent, collect
 
-from .base import Layout, Result, TableDef, flatten, results_of, summary_metric
+from .base import Layout, Result, flatten, results_of, summary_metric
 
 TASK = "hotpotqa"
 TRAINED = {
@@ -62,7 +61,7 @@ def _cell_specs(label: str, specs: list[RunSpec]) -> list[RunSpec]:
     return [s for s in specs if s.kind == "train"] if label in TRAINED else specs
 
 
-def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]:
+def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableContent]:
     rows = layout(ctx)
     columns = [
         Column(key=f"{actor.label}:{key}", label=f"{name} [{actor.label}]")
@@ -81,37 +80,8 @@ def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]
                     paper=ctx.paper.value(label, key),
                 )
         table_rows.append(Row(label=label, cells=cells))
-    table = ResultTable(
-        table="table1",
-        title="Table 1: HotpotQA (distractor, hard) test F1 / EM",
-        header=deviations(ctx, plan(ctx)),
-        columns=columns,
-        rows=table_rows,
-        paper_where=ctx.paper.where,
-        notes=[
-            "greedy rows (empty library, IO, CoT, Self-Refine) are one run: their decoding "
-            "does not depend on the seed",
-        ],
-    )
-    return [table]
-
-
-TABLE1 = TableDef(
-    name="table1",
-    script="table1_hotpotqa.py",
-    title="Table 1: HotpotQA main results",
-    reproduces=(
-        "Table 1 of the GRSE paper: HotpotQA distractor (hard) test F1 and EM of GRSE, GRSE w/o "
-        "structure, MASkills, the empty library, IO, CoT, CoT-SC (5 samples) and Self-Refine "
-        "(at most 3 rounds), per actor (one --config per actor), mean ± SD over seeds"
-    ),
-    cost=(
-        "per actor and seed: 3 training runs (T = 5, G = 4, 20 questions per iteration, the "
-        "whole validation split) and their tests, plus the empty library and 4 baselines on "
-        "the test split; --dry-run prints the estimated calls and tokens per role"
-    ),
-    tasks=(TASK,),
-    papers=("table1",),
-    plan=plan,
-    build=build,
-)
+    notes = [
+        "greedy rows (empty library, IO, CoT, Self-Refine) are one run: their decoding does not "
+        "depend on the seed",
+    ]
+    return [TableContent(columns=columns, rows=table_rows, notes=notes)]

@@ -8,13 +8,12 @@ import statistics
 from collections.abc import Mapping
 
 from grse_graph.reproduce.context import Actor, TableContext
-from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunFailure
 from grse_graph.reproduce.specs import baseline_spec, eval_spec, train_spec
-from grse_graph.reproduce.table import Cell, Column, ResultTable, Row, collect
+from grse_graph.reproduce.table import Cell, Column, Row, TableContent, collect
 
-from .base import Layout, Result, TableDef, flatten, results_of, summary_metric
+from .base import Layout, Result, flatten, results_of, summary_metric
 
 TASK = "locomo"
 CATEGORIES = ("multi-hop", "temporal", "open-domain", "single-hop")
@@ -75,7 +74,7 @@ def _average(per_category: list[list[Result]], metric: str) -> Cell:
     return cell
 
 
-def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]:
+def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableContent]:
     rows = layout(ctx)
     columns = []
     for actor in ctx.actors:
@@ -106,34 +105,5 @@ def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]
                 avg.paper = ctx.paper.value(label, f"avg:{key}")
                 cells[f"{actor.label}|avg:{key}"] = avg
         table_rows.append(Row(label=label, cells=cells))
-    table = ResultTable(
-        table="table2",
-        title="Table 2: LoCoMo per category, test F1 / BLEU",
-        header=deviations(ctx, plan(ctx)),
-        columns=columns,
-        rows=table_rows,
-        paper_where=ctx.paper.where,
-        notes=["Avg.: the mean of the four categories' values of one seed, then mean ± SD"],
-    )
-    return [table]
-
-
-TABLE2 = TableDef(
-    name="table2",
-    script="table2_locomo.py",
-    title="Table 2: LoCoMo per category",
-    reproduces=(
-        "Table 2 of the GRSE paper: LoCoMo test F1 and BLEU per category (multi-hop, temporal, "
-        "open-domain, single-hop) and their Avg. for GRSE and MASkills trained per category, "
-        "the empty library and the full-context baseline (32-token answers)"
-    ),
-    cost=(
-        "per actor and seed: 8 per-category training runs (T = 5, G = 4, 24 questions per "
-        "iteration, the whole validation split: 68/60/21/159) and their tests, plus the empty "
-        "library and full-context per category (842 test questions in all)"
-    ),
-    tasks=(TASK,),
-    papers=("table2",),
-    plan=plan,
-    build=build,
-)
+    notes = ["Avg.: the mean of the four categories' values of one seed, then mean ± SD"]
+    return [TableContent(columns=columns, rows=table_rows, notes=notes)]

@@ -12,13 +12,12 @@ from grse_graph.evaluation.transitions import LibraryComparison, Outcome
 from grse_graph.metrics.analysis import cites_dialogue, evidence_citation_rate
 from grse_graph.reproduce import figures
 from grse_graph.reproduce.context import TableContext
-from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunOutcome
-from grse_graph.reproduce.table import Cell, Column, NotMeasured, ResultTable, Row, collect
+from grse_graph.reproduce.table import Cell, Column, Metric, NotMeasured, Row, TableContent
 
 from . import t1_hotpotqa, t2_locomo
-from .base import Result, TableDef, results_of
+from .base import Result, metric_cells, results_of
 
 MOVES: dict[str, tuple[Outcome, Outcome]] = {
     "D->C": ("declined", "correct"),
@@ -103,62 +102,35 @@ def _citation_rate(outcome: RunOutcome) -> float | None:
     return 100.0 * evidence_citation_rate(outputs)
 
 
-def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]:
+def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableContent]:
     columns = [Column(key=m, label=m) for m in MOVES]
     columns += [
         Column(key="delta_f1", label="ΔF1"),
         Column(key="dc_no_evidence", label="#D->C without evidence"),
         Column(key="cited", label="evidence cited %"),
     ]
+    metrics: dict[str, Metric] = {m: _move(m) for m in MOVES}
+    metrics["delta_f1"] = _delta_f1
+    evidence: dict[str, Metric] = {
+        "dc_no_evidence": _dc_without_evidence,
+        "cited": _citation_rate,
+    }
     rows, bars = [], {}
     for label, specs in groups(ctx).items():
         outcomes = results_of(specs, results)
-        cells = {m: collect(outcomes, _move(m), paper=ctx.paper.value(label, m)) for m in MOVES}
-        cells["delta_f1"] = collect(outcomes, _delta_f1, paper=ctx.paper.value(label, "delta_f1"))
-        cells["dc_no_evidence"] = (
-            collect(outcomes, _dc_without_evidence, paper=ctx.paper.value(label, "dc_no_evidence"))
-            if label.startswith("LoCoMo")
-            else Cell(text="n/a (no dialogue ids)")
-        )
-        cells["cited"] = (
-            collect(outcomes, _citation_rate, paper=ctx.paper.value(label, "cited"))
-            if label.startswith("LoCoMo")
-            else Cell(text="n/a (no dialogue ids)")
-        )
+        cells = metric_cells(ctx.paper, label, outcomes, metrics)
+        if label.startswith("LoCoMo"):
+            cells |= metric_cells(ctx.paper, label, outcomes, evidence)
+        else:
+            cells |= {key: Cell(text="n/a (no dialogue ids)") for key in evidence}
         rows.append(Row(label=label, cells=cells))
         bars[label] = {m: cells[m].mean for m in MOVES}
     figure = figures.transition_bars(
         bars, ctx.root / "table3-transitions.png", "Answer transitions, empty -> GRSE"
     )
-    table = ResultTable(
-        table="table3",
-        title="Table 3: answer transitions empty -> GRSE (questions), ΔF1 (points)",
-        header=deviations(ctx, plan(ctx)),
-        columns=columns,
-        rows=rows,
-        paper_where=ctx.paper.where,
-        notes=[
-            "#D->C without evidence: D->C questions whose retriever output cites no dialogue id "
-            "(LoCoMo only); evidence cited %: the trained team's test answers whose retriever "
-            "output cites a dialogue id (evidence_citation_rate)",
-        ],
-        figures=[str(figure)],
-    )
-    return [table]
-
-
-TABLE3 = TableDef(
-    name="table3",
-    script="table3_transitions.py",
-    title="Table 3: answer transitions",
-    reproduces=(
-        "Table 3 of the GRSE paper: per-question answer transitions (declined / wrong / correct) "
-        "from the empty to the GRSE-trained library, ΔF1 and the evidence column, on HotpotQA "
-        "and each LoCoMo category, with the transition bars"
-    ),
-    cost="nothing beyond Tables 1 and 2: it reads their GRSE runs (made here if missing)",
-    tasks=("hotpotqa", "locomo"),
-    papers=("table3",),
-    plan=plan,
-    build=build,
-)
+    notes = [
+        "#D->C without evidence: D->C questions whose retriever output cites no dialogue id "
+        "(LoCoMo only); evidence cited %: the trained team's test answers whose retriever "
+        "output cites a dialogue id (evidence_citation_rate)",
+    ]
+    return [TableContent(columns=columns, rows=rows, notes=notes, figures=[str(figure)])]

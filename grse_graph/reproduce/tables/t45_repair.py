@@ -14,18 +14,16 @@ from typing import Any
 
 from grse_graph.reproduce import figures
 from grse_graph.reproduce.context import Actor, TableContext
-from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunFailure, RunOutcome
-from grse_graph.reproduce.paper import PaperTable
 from grse_graph.reproduce.specs import eval_spec, train_spec
-from grse_graph.reproduce.table import Cell, Column, Metric, ResultTable, Row, collect
+from grse_graph.reproduce.table import Cell, Column, Metric, Row, TableContent
 from grse_graph.tasks.planted import PlantedLibrary, demo_planted, load_planted
 from grse_graph.training.config import LOOP_ADDITIONS, TrainConfig, method_additions
 from grse_graph.training.demo import repair_config
 from grse_graph.training.repair import PlantedSkillOutcome, separation
 
-from .base import Result, TableDef, results_of
+from .base import Result, metric_cells, paper_row, results_of
 
 METHODS = {
     "GRSE": ("grse", False),
@@ -144,14 +142,7 @@ def _count(kind: str, fates: tuple[str, ...]) -> Any:
     return read
 
 
-def _cell_maker(outcomes: list[Result], paper: PaperTable, label: str) -> Any:
-    def cell(key: str, metric: Metric, digits: int = 1) -> Cell:
-        return collect(outcomes, metric, paper=paper.value(label, key), digits=digits)
-
-    return cell
-
-
-def _table4(ctx: TableContext, results: Mapping[str, Result]) -> ResultTable:
+def _table4(ctx: TableContext, results: Mapping[str, Result]) -> TableContent:
     columns = [
         Column(key="planted", label="planted score"),
         Column(key="trained", label="trained score"),
@@ -160,41 +151,29 @@ def _table4(ctx: TableContext, results: Mapping[str, Result]) -> ResultTable:
         Column(key="harmful_removed", label="harmful removed"),
         Column(key="helpful_kept", label="helpful kept"),
     ]
+    scores: dict[str, Metric] = {
+        "planted": _comparison_metric("before"),
+        "trained": _comparison_metric("after"),
+        "difference": _comparison_metric("difference"),
+        "abstention": _abstention,
+    }
+    counts: dict[str, Metric] = {
+        "harmful_removed": _count("harmful", ("pruned", "merged")),
+        "helpful_kept": _count("helpful", ("kept", "refined")),
+    }
+    paper = ctx.paper_of("table4")
     rows = []
     for actor in ctx.actors:
         for label in METHODS:
             outcomes = results_of(method_runs(ctx, actor, label), results)
-            cell = _cell_maker(outcomes, ctx.paper_of("table4"), label)
-
-            rows.append(
-                Row(
-                    label=f"{label} [{actor.label}]",
-                    cells={
-                        "planted": cell("planted", _comparison_metric("before")),
-                        "trained": cell("trained", _comparison_metric("after")),
-                        "difference": cell("difference", _comparison_metric("difference")),
-                        "abstention": cell("abstention", _abstention),
-                        "harmful_removed": cell(
-                            "harmful_removed", _count("harmful", ("pruned", "merged")), 0
-                        ),
-                        "helpful_kept": cell(
-                            "helpful_kept", _count("helpful", ("kept", "refined")), 0
-                        ),
-                    },
-                )
-            )
-    return ResultTable(
-        table="table4",
-        title="Table 4: repair of a planted library, test score (points) planted -> trained",
-        header=deviations(ctx, plan(ctx)),
-        columns=columns,
-        rows=rows,
-        paper_where=ctx.paper_of("table4").where,
-        notes=[
-            f"planted library: {planted_library(ctx).source} (task {planted_library(ctx).task})",
-            "score = mean test reward x 100; difference = trained - planted (paired)",
-        ],
-    )
+            cells = metric_cells(paper, label, outcomes, scores)
+            cells |= metric_cells(paper, label, outcomes, counts, digits=0)
+            rows.append(Row(label=f"{label} [{actor.label}]", cells=cells))
+    notes = [
+        f"planted library: {planted_library(ctx).source} (task {planted_library(ctx).task})",
+        "score = mean test reward x 100; difference = trained - planted (paired)",
+    ]
+    return TableContent(columns=columns, rows=rows, notes=notes)
 
 
 def _skill_outcomes(outcomes: list[Result], agent: str, skill: str) -> list[PlantedSkillOutcome]:
@@ -248,7 +227,7 @@ def _summary_cells(outcomes: list[Result], paper: Any) -> dict[str, Cell]:
     }
 
 
-def _table5(ctx: TableContext, results: Mapping[str, Result]) -> ResultTable:
+def _table5(ctx: TableContext, results: Mapping[str, Result]) -> TableContent:
     planted = planted_library(ctx)
     columns = []
     by_method: dict[str, list[Result]] = {}
@@ -269,7 +248,7 @@ def _table5(ctx: TableContext, results: Mapping[str, Result]) -> ResultTable:
         rows.append(Row(label=f"{entry.agent}/{entry.skill} ({entry.kind})", cells=cells))
     summary: dict[str, Cell] = {}
     for key, outcomes in by_method.items():
-        label = key.split(" [")[0]
+        label = paper_row(key)
         paper = ctx.paper_of("table5").values.get(label)
         paper_text = (
             f"{paper.get('right_signs')}, separation {paper.get('separation')}" if paper else None
@@ -288,16 +267,8 @@ def _table5(ctx: TableContext, results: Mapping[str, Result]) -> ResultTable:
             if "right_signs" in v
         ),
     ]
-    return ResultTable(
-        table="table5",
-        title="Table 5: planted skills, first credit u1 and fate per method",
-        header=deviations(ctx, plan(ctx)),
-        columns=columns,
-        rows=rows,
-        paper_where=ctx.paper_of("table5").where,
-        notes=notes,
-        figures=[str(figure)] if figure is not None else [],
-    )
+    drawn = [str(figure)] if figure is not None else []
+    return TableContent(columns=columns, rows=rows, notes=notes, figures=drawn)
 
 
 def _figure(ctx: TableContext, by_method: Mapping[str, list[Result]]) -> Path | None:
@@ -324,29 +295,5 @@ def _figure(ctx: TableContext, by_method: Mapping[str, list[Result]]) -> Path | 
     )
 
 
-def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]:
+def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableContent]:
     return [_table4(ctx, results), _table5(ctx, results)]
-
-
-TABLE45 = TableDef(
-    name="table4_5",
-    script="table4_5_repair.py",
-    title="Tables 4 and 5: repair of a planted library",
-    reproduces=(
-        "Tables 4 and 5 and Figure 4 of the GRSE paper: from a planted library (per agent "
-        "helpful and harmful skills; default the demo's planted.json, --planted FILE for "
-        "another in the same format), GRSE, GRSE with probe credit and MASkills train; Table 4 "
-        "gives planted and trained test scores, the difference, abstention and what was "
-        "removed or kept, Table 5 each planted skill's first credit u1 (sign) and fate"
-    ),
-    cost=(
-        "per actor and seed: 3 training runs of the demo's repair size (1 iteration, 2 "
-        "questions, G = 4, 6 validation questions; probe credit 30 team runs) and their tests "
-        "on the planted library's test split (demo: 24 questions; the planted library is "
-        "tested once); on the embedded 0.5B engine about 20-30 minutes per method"
-    ),
-    tasks=("demo",),
-    papers=("table4", "table5"),
-    plan=plan,
-    build=build,
-)

@@ -7,13 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from grse_graph.reproduce.context import TableContext
-from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.specs import eval_spec
-from grse_graph.reproduce.table import Column, ResultTable, Row, collect
+from grse_graph.reproduce.table import Column, Row, TableContent, collect
 
 from . import t1_hotpotqa, t2_locomo
-from .base import Result, TableDef, results_of, summary_metric
+from .base import Result, paper_row, results_of, summary_metric
 
 MULTI_HOP = "multi-hop"
 
@@ -54,52 +53,21 @@ def plan(ctx: TableContext) -> list[RunSpec]:
     return sorted(runs.values(), key=lambda s: (s.kind == "train", bool(s.needs)))
 
 
-def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]:
+def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableContent]:
     columns = [
         Column(key="hotpotqa", label="HotpotQA F1"),
         Column(key="locomo", label="LoCoMo multi-hop F1"),
     ]
+    metrics = {"hotpotqa": summary_metric("f1"), "locomo": summary_metric("f1", MULTI_HOP)}
     rows = []
     for label, targets in groups(ctx).items():
         cells = {
-            "hotpotqa": collect(
-                results_of(targets["hotpotqa"], results),
-                summary_metric("f1"),
-                paper=ctx.paper.value(label.split(" [")[0], "hotpotqa"),
-            ),
-            "locomo": collect(
-                results_of(targets["locomo"], results),
-                summary_metric("f1", MULTI_HOP),
-                paper=ctx.paper.value(label.split(" [")[0], "locomo"),
-            ),
+            target: collect(
+                results_of(targets[target], results),
+                metric,
+                paper=ctx.paper.value(paper_row(label), target),
+            )
+            for target, metric in metrics.items()
         }
         rows.append(Row(label=label, cells=cells))
-    return [
-        ResultTable(
-            table="table6",
-            title="Table 6: transfer between HotpotQA and LoCoMo multi-hop (test F1)",
-            header=deviations(ctx, plan(ctx)),
-            columns=columns,
-            rows=rows,
-            paper_where=ctx.paper.where,
-        )
-    ]
-
-
-TABLE6 = TableDef(
-    name="table6",
-    script="table6_transfer.py",
-    title="Table 6: transfer",
-    reproduces=(
-        "Table 6 of the GRSE paper: GRSE libraries trained on HotpotQA tested on LoCoMo "
-        "multi-hop and the other way round, beside their in-domain scores and the empty library"
-    ),
-    cost=(
-        "reads T1's GRSE runs and T2's multi-hop GRSE runs (made here if missing), plus one "
-        "cross-domain test per seed and direction"
-    ),
-    tasks=("hotpotqa", "locomo"),
-    papers=("table6",),
-    plan=plan,
-    build=build,
-)
+    return [TableContent(columns=columns, rows=rows)]

@@ -6,15 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from grse_graph.reproduce.context import Actor, TableContext
-from grse_graph.reproduce.deviations import deviations
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunOutcome
 from grse_graph.reproduce.specs import models
-from grse_graph.reproduce.table import Column, Metric, NotMeasured, ResultTable, Row, collect
+from grse_graph.reproduce.table import Column, Metric, NotMeasured, Row, TableContent, collect
 from grse_graph.reproduce.typing_labels import UNPARSED
 
 from . import t1_hotpotqa
-from .base import Result, TableDef, results_of
+from .base import Result, results_of
 
 
 def typing_runs(ctx: TableContext, actor: Actor) -> list[RunSpec]:
@@ -67,7 +66,7 @@ def _words(label: str) -> Metric:
     return read
 
 
-def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]:
+def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableContent]:
     columns = []
     for actor in ctx.actors:
         columns += [
@@ -86,33 +85,9 @@ def build(ctx: TableContext, results: Mapping[str, Result]) -> list[ResultTable]
                 outcomes, _words(label), paper=ctx.paper.value(label, "words")
             )
         rows.append(Row(label=label, cells=cells))
-    return [
-        ResultTable(
-            table="table9",
-            title="Table 9: learned HotpotQA skills typed by the critic model (temperature 0)",
-            header=[*deviations(ctx, plan(ctx)), f"types: {ctx.settings.typing.why}"],
-            columns=columns,
-            rows=rows,
-            paper_where=ctx.paper.where,
-            notes=[
-                "words: mean body length of the skills of that type; a type without skills has "
-                "no length (FAILED: no skill of this type), never 0",
-            ],
-        )
+    notes = [
+        "words: mean body length of the skills of that type; a type without skills has no "
+        "length (FAILED: no skill of this type), never 0",
     ]
-
-
-TABLE9 = TableDef(
-    name="table9",
-    script="table9_typing.py",
-    title="Table 9: skill typing",
-    reproduces=(
-        "Table 9 of the GRSE paper: the skills GRSE learned on HotpotQA (Table 1's runs), each "
-        "typed by the critic model at temperature 0, with the share and mean length per type"
-    ),
-    cost="T1's GRSE runs (made here if missing) plus one critic call per learned skill",
-    tasks=("hotpotqa",),
-    papers=("table9",),
-    plan=plan,
-    build=build,
-)
+    header = [f"types: {ctx.settings.typing.why}"]
+    return [TableContent(columns=columns, rows=rows, notes=notes, header=header)]
