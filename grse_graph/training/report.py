@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only; never a display
 
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from pydantic import BaseModel
 
 from grse_graph.evaluation.summary import difference_text, outcome_label, shorten
@@ -44,8 +46,23 @@ __all__ = [
 ]
 
 
-def _plot_validation(gates: list[GateRecord], path: Path) -> None:
+VALIDATION_TITLE = "Validation score per iteration (gate decisions)"
+
+
+@contextmanager
+def _plot(path: Path, title: str) -> Iterator[Axes]:
+    """One report plot: drawn on the yielded axes, then titled and saved to `path` as a PNG."""
     fig, ax = plt.subplots(figsize=(6, 3.5))
+    try:
+        yield ax
+        ax.set_title(title)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+
+
+def _plot_validation(gates: list[GateRecord], ax: Axes) -> None:
     xs = [g.iteration for g in gates]
     ax.plot(xs, [g.base_score for g in gates], marker="o", label="base b_t")
     for gate in gates:
@@ -59,14 +76,9 @@ def _plot_validation(gates: list[GateRecord], path: Path) -> None:
     ax.set_ylabel("validation score")
     ax.set_xticks(xs)
     ax.legend(fontsize=7)
-    ax.set_title("Validation score per iteration (gate decisions)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
-def _plot_skill_counts(libs: dict[int, dict[str, list[Skill]]], path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+def _plot_skill_counts(libs: dict[int, dict[str, list[Skill]]], ax: Axes) -> None:
     iterations = sorted(libs)
     agents = sorted({a for per in libs.values() for a in per})
     for agent in agents:
@@ -77,14 +89,9 @@ def _plot_skill_counts(libs: dict[int, dict[str, list[Skill]]], path: Path) -> N
     ax.set_ylabel("skills")
     ax.set_xticks(iterations)
     ax.legend(fontsize=7)
-    ax.set_title("Skills per agent")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
-def _plot_utility(libs: dict[int, dict[str, list[Skill]]], path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+def _plot_utility(libs: dict[int, dict[str, list[Skill]]], ax: Axes) -> None:
     series: dict[str, list[tuple[int, float]]] = {}
     for t in sorted(libs):
         for agent, skills in libs[t].items():
@@ -100,10 +107,6 @@ def _plot_utility(libs: dict[int, dict[str, list[Skill]]], path: Path) -> None:
     ax.set_ylim(-1.05, 1.05)
     if series:
         ax.legend(fontsize=6)
-    ax.set_title("Utility of each skill over iterations")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def _usage_table(usage: dict[str, Any]) -> list[str]:
@@ -283,9 +286,12 @@ def write_report(
     libs = libraries_by_iteration(run)
     records = run.credits(method.record_type).read()
     operators = run.operators.read()
-    _plot_validation(gates, run.plots_dir / "validation.png")
-    _plot_skill_counts(libs, run.plots_dir / "skills_per_agent.png")
-    _plot_utility(libs, run.plots_dir / "skill_utility.png")
+    with _plot(run.plots_dir / "validation.png", VALIDATION_TITLE) as ax:
+        _plot_validation(gates, ax)
+    with _plot(run.plots_dir / "skills_per_agent.png", "Skills per agent") as ax:
+        _plot_skill_counts(libs, ax)
+    with _plot(run.plots_dir / "skill_utility.png", "Utility of each skill over iterations") as ax:
+        _plot_utility(libs, ax)
 
     out = [
         f"# {method.title} training report: {config.task}",
