@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,13 +50,15 @@ NOT_GROUPED = "not_grouped"
 """`task_category` of a payload without labels (App. F)."""
 # A retrieved conversation turn: `[D3:12] (date) Speaker said, "..."`.
 _TURN_PREFIX = "[D"
-# Fitting: per-field caps tried in turn (chars) until the payload fits its token budget.
-_FIT_CAPS = (4000, 2000, 1000, 500, 250)
+FIT_CAPS = (4000, 2000, 1000, 500, 250)
+"""Fitting: the per-field caps (characters) tried in turn until a payload fits its token budget."""
 # A turn line keeps at least this much of its text, so every retrieved turn stays readable.
 _MIN_TURN_TEXT_CHARS = 60
 # Shorter texts are cheaper to repeat than to reference (and too short to be unambiguous).
 _MIN_SHARED_RESULT_CHARS = 40
 _MIN_QUOTED_CHARS = 12
+
+R = TypeVar("R")
 
 
 class PayloadLimits(BaseModel):
@@ -88,6 +92,37 @@ class PayloadLimits(BaseModel):
                 "step_input_chars": chars,
             }
         )
+
+
+@dataclass(frozen=True)
+class Fitted(Generic[R]):
+    """A rendering fitted to its token budget: its tokens (None: no budget, not counted), the
+    per-field cap it ended at (None: uncut, or the fixed caps without a budget) and whether even
+    the smallest cap is over budget (it is then sent as is; an overflow is the call's error)."""
+
+    rendering: R
+    tokens: int | None = None
+    cap: int | None = None
+    over_budget: bool = False
+
+
+def fit_to_budget(
+    render: Callable[[PayloadLimits], R], limits: PayloadLimits, count: Callable[[R], int]
+) -> Fitted[R]:
+    """The least-cut rendering within `limits.max_tokens` (counted with `count`): uncut first,
+    then each `FIT_CAPS` cap; without a budget, the rendering with `limits`' own caps."""
+    if limits.max_tokens is None:
+        return Fitted(render(limits))
+    rendering = render(limits.uncut())
+    tokens = count(rendering)
+    if tokens <= limits.max_tokens:
+        return Fitted(rendering, tokens)
+    for cap in FIT_CAPS:
+        rendering = render(limits.capped(cap))
+        tokens = count(rendering)
+        if tokens <= limits.max_tokens:
+            return Fitted(rendering, tokens, cap)
+    return Fitted(rendering, tokens, FIT_CAPS[-1], over_budget=True)
 
 
 class CriticPayload(BaseModel):
@@ -149,39 +184,30 @@ def _fmt_adv(x: float) -> str:
     return f"{x:+.2f}"
 
 
+@dataclass
 class _Renderer:
     """Renders the payload either with references (compact) or with every text inline (naive)."""
 
-    def __init__(
-        self,
-        question: TaskQuestion,
-        libraries: Mapping[str, SkillLibrary],
-        rollouts: Sequence[Rollout],
-        advantages: Sequence[float],
-        *,
-        with_labels: bool,
-        structured: bool,
-        limits: PayloadLimits,
-        compact: bool,
-        observed: Mapping[str, bool],
-        constraints: CriticVocabulary | None,
-    ) -> None:
-        self.question = question
-        self.libraries = libraries
-        self.rollouts = rollouts
-        self.advantages = advantages
-        self.with_labels = with_labels
-        self.structured = structured
-        self.limits = limits
-        self.compact = compact
-        self.observed = observed
-        self.constraints = constraints
-        self.text = ""
+    question: TaskQuestion
+    libraries: Mapping[str, SkillLibrary]
+    rollouts: Sequence[Rollout]
+    advantages: Sequence[float]
+    _: KW_ONLY
+    with_labels: bool
+    structured: bool
+    limits: PayloadLimits
+    compact: bool
+    observed: Mapping[str, bool]
+    constraints: CriticVocabulary | None
+    text: str = field(default="", init=False)
+    task_input: str = field(default="", init=False)
+    system_keys: dict[tuple[str, str], str] = field(default_factory=dict, init=False)
+    references: list[str] = field(default_factory=list, init=False)
+    # Identical tool results (e.g. the same grep in several rollouts) are shown once.
+    tool_results: dict[str, str] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
         self.task_input = self._task_input()
-        self.system_keys: dict[tuple[str, str], str] = {}
-        self.references: list[str] = []
-        # Identical tool results (e.g. the same grep in several rollouts) are shown once.
-        self.tool_results: dict[str, str] = {}
 
     def _task_input(self) -> str:
         for rollout in self.rollouts:
@@ -382,12 +408,9 @@ def build_critic_payload(
         renderer.text = renderer.render()
         return renderer
 
-    if limits.max_tokens is None:
-        compact, size_tokens, cap, over = render(limits), None, None, False
-    else:
-        compact, size_tokens, cap, over = _fit(
-            render, limits, limits.max_tokens, token_counter or approximate_tokens
-        )
+    count = token_counter or approximate_tokens
+    fitted = fit_to_budget(render, limits, lambda renderer: count(renderer.text))
+    compact = fitted.rendering
     naive = render(limits.uncut(), compact=False).text
     return CriticPayload(
         question_id=question.id,
@@ -396,30 +419,7 @@ def build_critic_payload(
         naive_size_chars=len(naive),
         n_rollouts=len(rollouts),
         references=compact.references,
-        size_tokens=size_tokens,
-        fitted_cap_chars=cap,
-        over_budget=over,
+        size_tokens=fitted.tokens,
+        fitted_cap_chars=fitted.cap,
+        over_budget=fitted.over_budget,
     )
-
-
-def _fit(
-    render: Callable[[PayloadLimits], _Renderer],
-    limits: PayloadLimits,
-    budget: int,
-    count: TokenCounter,
-) -> tuple[_Renderer, int, int | None, bool]:
-    """The least-cut rendering within `budget` tokens: uncut first, then each `_FIT_CAPS` cap.
-
-    Returns the rendering, its tokens, the cap it ended at and whether even the smallest cap
-    is over budget (the payload is then sent as is; an overflow is the critic call's error).
-    """
-    renderer = render(limits.uncut())
-    tokens = count(renderer.text)
-    if tokens <= budget:
-        return renderer, tokens, None, False
-    for cap in _FIT_CAPS:
-        renderer = render(limits.capped(cap))
-        tokens = count(renderer.text)
-        if tokens <= budget:
-            return renderer, tokens, cap, False
-    return renderer, tokens, _FIT_CAPS[-1], True

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass
 
 from pydantic import BaseModel
 
 from grse_graph.llm.tokens import TokenCounter, approximate_tokens
-from grse_graph.methods.grse.payload import PayloadLimits
+from grse_graph.methods.grse.payload import PayloadLimits, fit_to_budget
 from grse_graph.methods.maskills import prompts
 from grse_graph.methods.maskills.trace import SkillTrace
 from grse_graph.skills import SkillLibrary
@@ -31,8 +32,6 @@ from grse_graph.tasks.base import TaskQuestion
 from grse_graph.team.rollout import Rollout
 
 SUCCESS_ABOVE = 0.5
-# Per-field caps (characters) tried in turn until the payload fits `PayloadLimits.max_tokens`.
-FIT_CAPS = (4000, 2000, 1000, 500, 250)
 
 
 class TrajectoryPayload(BaseModel):
@@ -77,25 +76,16 @@ def outcome_line(rollout: Rollout) -> str:
     return line + (f"; its metrics: {metrics}." if metrics else ".")
 
 
+@dataclass(frozen=True)
 class _Renderer:
-    def __init__(
-        self,
-        question: TaskQuestion,
-        libraries: Mapping[str, SkillLibrary],
-        rollout: Rollout,
-        trace: SkillTrace,
-        *,
-        limits: PayloadLimits,
-        excerpt_chars: int,
-        brevity_hint: bool,
-    ) -> None:
-        self.question = question
-        self.libraries = libraries
-        self.rollout = rollout
-        self.trace = trace
-        self.limits = limits
-        self.excerpt_chars = excerpt_chars
-        self.brevity_hint = brevity_hint
+    question: TaskQuestion
+    libraries: Mapping[str, SkillLibrary]
+    rollout: Rollout
+    trace: SkillTrace
+    _: KW_ONLY
+    limits: PayloadLimits
+    excerpt_chars: int
+    brevity_hint: bool
 
     def _excerpt(self, body: str) -> str:
         return _cap(body.strip(), self.excerpt_chars)
@@ -199,21 +189,11 @@ def build_trajectory_payload(
             brevity_hint=brevity_hint,
         ).render()
 
-    if limits.max_tokens is None:
-        text = render(limits)
-        return TrajectoryPayload(rollout_id=rollout.rollout_id, text=text, size_chars=len(text))
-    count = token_counter or approximate_tokens
-    text = render(limits.uncut())
-    tokens = count(text)
-    for cap in FIT_CAPS:
-        if tokens <= limits.max_tokens:
-            break
-        text = render(limits.capped(cap))
-        tokens = count(text)
+    fitted = fit_to_budget(render, limits, token_counter or approximate_tokens)
     return TrajectoryPayload(
         rollout_id=rollout.rollout_id,
-        text=text,
-        size_chars=len(text),
-        size_tokens=tokens,
-        over_budget=tokens > limits.max_tokens,
+        text=fitted.rendering,
+        size_chars=len(fitted.rendering),
+        size_tokens=fitted.tokens,
+        over_budget=fitted.over_budget,
     )
