@@ -9,8 +9,24 @@ from typing import TYPE_CHECKING
 from .state import RoundRecord, SkillmasState
 
 if TYPE_CHECKING:
+    from .evolution import EvolutionAction
+    from .pool import PoolDecision
     from .record import SkillmasRecord
     from .restructure import Decision
+
+# Each table section's header and alignment rows.
+_ACTION_COLUMNS = (
+    "| round | action | agent | skill | task type | detail |",
+    "| ---: | --- | --- | --- | --- | --- |",
+)
+_POOL_COLUMNS = (
+    "| round | agent | skill | uses | successes | decision |",
+    "| ---: | --- | --- | ---: | ---: | --- |",
+)
+_RESTRUCTURING_COLUMNS = (
+    "| round | decision | task type | agent | guard | team before | team after | evidence |",
+    "| ---: | --- | --- | --- | --- | --- | --- | --- |",
+)
 
 
 def _cell(text: str) -> str:
@@ -48,15 +64,23 @@ def report_lines(
         *_best_round_lines(rounds, checkpoint),
         *_skill_utility_lines(rounds),
         *_executor_utility_lines(rounds),
-        *_action_lines(round_records),
-        *_pool_lines(round_records),
+        *_titled_table(
+            "Skill actions",
+            _ACTION_COLUMNS,
+            [_action_row(r.iteration, a) for r in round_records for a in r.actions],
+        ),
+        *_titled_table(
+            "Validation pool",
+            _POOL_COLUMNS,
+            [_pool_row(r.iteration, d) for r in round_records for d in r.pool],
+        ),
         *_restructuring_lines(round_records),
     ]
 
 
-def _titled_table(title: str, header: str, align: str) -> list[str]:
-    """The opening of a `### title` section that is one markdown table."""
-    return ["", f"### {title}", "", header, align]
+def _titled_table(title: str, columns: tuple[str, str], rows: Sequence[str]) -> list[str]:
+    """A `### title` section that is one markdown table (`columns`: its header and alignment)."""
+    return ["", f"### {title}", "", *columns, *rows]
 
 
 def _trace_lines(records: Sequence[SkillmasRecord]) -> list[str]:
@@ -164,48 +188,32 @@ def _executor_utility_lines(rounds: Sequence[SkillmasState]) -> list[str]:
     return out
 
 
-def _action_lines(rounds: Sequence[RoundRecord]) -> list[str]:
-    """Every skill action of every round."""
-    return _titled_table(
-        "Skill actions",
-        "| round | action | agent | skill | task type | detail |",
-        "| ---: | --- | --- | --- | --- | --- |",
-    ) + [
-        f"| {r.iteration} | {action.kind} | {action.agent or '-'} | {action.skill or '-'} | "
+def _action_row(iteration: int, action: EvolutionAction) -> str:
+    """The row of one skill action."""
+    return (
+        f"| {iteration} | {action.kind} | {action.agent or '-'} | {action.skill or '-'} | "
         f"{action.task_type or '-'} | {_cell(action.detail)[:160]} |"
-        for r in rounds
-        for action in r.actions
-    ]
+    )
 
 
-def _pool_lines(rounds: Sequence[RoundRecord]) -> list[str]:
-    """Every validation-pool decision of every round."""
-    return _titled_table(
-        "Validation pool",
-        "| round | agent | skill | uses | successes | decision |",
-        "| ---: | --- | --- | ---: | ---: | --- |",
-    ) + [
-        f"| {r.iteration} | {pd.agent} | {pd.skill} | {pd.uses} | "
-        f"{pd.successes} | {pd.decision}: {_cell(pd.reason)} |"
-        for r in rounds
-        for pd in r.pool
-    ]
+def _pool_row(iteration: int, d: PoolDecision) -> str:
+    """The row of one validation-pool decision."""
+    return (
+        f"| {iteration} | {d.agent} | {d.skill} | {d.uses} | {d.successes} | "
+        f"{d.decision}: {_cell(d.reason)} |"
+    )
 
 
 def _restructuring_lines(rounds: Sequence[RoundRecord]) -> list[str]:
     """Each round's restructuring decision, after the edit it reverted (drop_policy=demote)."""
-    out = _titled_table(
-        "Restructuring",
-        "| round | decision | task type | agent | guard | team before | team after | evidence |",
-        "| ---: | --- | --- | --- | --- | --- | --- | --- |",
-    )
+    rows: list[str] = []
     for r in rounds:
         if r.restructuring is None:
             continue
         if r.reverted is not None:
-            out.append(_reverted_row(r.iteration, r.reverted, r.drop))
-        out.append(_decision_row(r.iteration, r.restructuring))
-    return out
+            rows.append(_reverted_row(r.iteration, r.reverted, r.drop))
+        rows.append(_decision_row(r.iteration, r.restructuring))
+    return _titled_table("Restructuring", _RESTRUCTURING_COLUMNS, rows)
 
 
 def _reverted_row(iteration: int, u: Decision, drop: float | None) -> str:
