@@ -84,6 +84,9 @@ class SmokeSize(_Frozen):
     probe_questions: int
     probe_budget: int
     caps: dict[str, int]
+    locomo_categories: list[str]
+    """The LoCoMo categories Table 2 trains on one by one (the others' trained cells say not
+    trained at the smoke size): each is two training runs, the table's largest cost."""
 
 
 class CostModel(_Frozen):

@@ -19,6 +19,28 @@ TASK = "locomo"
 CATEGORIES = ("multi-hop", "temporal", "open-domain", "single-hop")
 TRAINED = {"GRSE": "grse", "MASkills": "maskills"}
 METRICS = {"f1": "F1", "bleu": "BLEU"}
+NOT_TRAINED = "not trained at the smoke size"
+"""The text of a trained row's cell in a category the smoke size does not train."""
+
+
+def trained_categories(ctx: TableContext) -> tuple[str, ...]:
+    """The categories GRSE and MASkills train on, one run each: all four, or the smoke
+    size's `locomo_categories` (the others' trained cells say so)."""
+    if not ctx.smoke:
+        return CATEGORIES
+    return tuple(c for c in CATEGORIES if c in ctx.settings.smoke.locomo_categories)
+
+
+def smoke_header(ctx: TableContext) -> list[str]:
+    """The header line of a table whose LoCoMo categories are not all trained."""
+    trained = trained_categories(ctx)
+    if trained == CATEGORIES:
+        return []
+    return [
+        f"SMOKE SIZE: LoCoMo trained per category on {', '.join(trained) or 'none'} "
+        f"only (settings.json smoke.locomo_categories); the other categories' trained cells "
+        f"read '{NOT_TRAINED}'"
+    ]
 
 
 def empty_run(ctx: TableContext, actor: Actor, category: str) -> RunSpec:
@@ -26,7 +48,10 @@ def empty_run(ctx: TableContext, actor: Actor, category: str) -> RunSpec:
 
 
 def trained_runs(ctx: TableContext, actor: Actor, label: str, category: str) -> list[RunSpec]:
-    """One per-category training run per seed (shared with T3, T6, T11)."""
+    """One per-category training run per seed (shared with T3, T6); none in a category the
+    smoke size does not train."""
+    if category not in trained_categories(ctx):
+        return []
     start = empty_run(ctx, actor, category)
     return [
         train_spec(ctx, actor, TASK, category, TRAINED[label], "default", s, start=start)
@@ -92,7 +117,14 @@ def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableCont
         for actor in ctx.actors:
             per_category = []
             for category in CATEGORIES:
-                group = results_of(groups[f"{actor.label}|{category}"], results)
+                specs = groups[f"{actor.label}|{category}"]
+                if not specs:
+                    for key in ("avg", category):
+                        cells |= {
+                            f"{actor.label}|{key}:{m}": Cell(text=NOT_TRAINED) for m in METRICS
+                        }
+                    continue
+                group = results_of(specs, results)
                 per_category.append(group)
                 for key in METRICS:
                     cells[f"{actor.label}|{category}:{key}"] = collect(
@@ -100,10 +132,12 @@ def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableCont
                         summary_metric(key, category),
                         paper=ctx.paper.value(label, f"{category}:{key}"),
                     )
+            if len(per_category) < len(CATEGORIES):
+                continue  # the Avg. needs every category: NOT_TRAINED above
             for key in METRICS:
                 avg = _average(per_category, key)
                 avg.paper = ctx.paper.value(label, f"avg:{key}")
                 cells[f"{actor.label}|avg:{key}"] = avg
         table_rows.append(Row(label=label, cells=cells))
     notes = ["Avg.: the mean of the four categories' values of one seed, then mean ± SD"]
-    return [TableContent(columns=columns, rows=table_rows, notes=notes)]
+    return [TableContent(columns=columns, rows=table_rows, notes=notes, header=smoke_header(ctx))]

@@ -43,7 +43,7 @@ def plan(ctx: TableContext) -> list[RunSpec]:
     runs: dict[str, RunSpec] = {}
     for actor in ctx.actors:
         runs.update({s.run_id: s for s in t1_hotpotqa.layout(ctx)["GRSE"][actor.label]})
-        for category in t2_locomo.CATEGORIES:
+        for category in t2_locomo.trained_categories(ctx):
             runs[t2_locomo.empty_run(ctx, actor, category).run_id] = t2_locomo.empty_run(
                 ctx, actor, category
             )
@@ -117,6 +117,10 @@ def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableCont
     }
     rows, bars = [], {}
     for label, specs in groups(ctx).items():
+        if not specs:  # a LoCoMo category the smoke size does not train
+            not_trained = Cell(text=t2_locomo.NOT_TRAINED)
+            rows.append(Row(label=label, cells={c.key: not_trained for c in columns}))
+            continue
         outcomes = results_of(specs, results)
         cells = metric_cells(ctx.paper, label, outcomes, metrics)
         if label.startswith("LoCoMo"):
@@ -133,4 +137,12 @@ def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableCont
         "(LoCoMo only); evidence cited %: the trained team's test answers whose retriever "
         "output cites a dialogue id (evidence_citation_rate)",
     ]
-    return [TableContent(columns=columns, rows=rows, notes=notes, figures=[str(figure)])]
+    return [
+        TableContent(
+            columns=columns,
+            rows=rows,
+            notes=notes,
+            figures=[str(figure)],
+            header=t2_locomo.smoke_header(ctx),
+        )
+    ]
