@@ -90,7 +90,7 @@ def test_a_table_on_fixtures_says_so_and_never_shares_a_run_with_the_benchmark(
     assert main("table1", [*args, "--fixtures", str(FIXTURES)]) == 0
     on_fixtures = capsys.readouterr().out
     assert "DATA: invented smoke fixtures" in on_fixtures
-    assert "tasks on fixtures: hotpotqa, locomo" in on_fixtures
+    assert "tasks on fixtures: hotpotqa;" in on_fixtures
     assert "hotpotqa: 2 test questions (paper 500)" in on_fixtures
     data = ["--data-hotpotqa", str(FIXTURES / "hotpot_dev_distractor_smoke.json")]
     assert main("table1", [*args, *data]) == 0
@@ -101,6 +101,9 @@ def test_a_table_on_fixtures_says_so_and_never_shares_a_run_with_the_benchmark(
         return {line.split()[0] for line in out.splitlines() if line.startswith("hotpotqa-")}
 
     assert ids(on_fixtures) and not ids(on_fixtures) & ids(on_file)
+    # A table on the bundled demo alone reads no fixture and says nothing of them.
+    assert main("table4_5", [*args, "--fixtures", str(FIXTURES)]) == 0
+    assert "DATA:" not in capsys.readouterr().out
 
 
 def test_a_broken_fixtures_file_is_one_error_line(
