@@ -1,12 +1,19 @@
 """Every paper table at its smoke size on the embedded engine (the small model): each table is
 produced, and every cell holds a value, a text or FAILED with its reason (never a silent zero).
 The tables share one results folder, in the order their runs build on each other, so T3, T6,
-T9 and T11 reuse the runs of T1 and T2. Tables on HotpotQA or LoCoMo need ../shared/data
-($GRSE_SHARED_DATA) and skip without it; Tables 4 and 5 run on the bundled demo task.
+T9 and T11 reuse the runs of T1 and T2.
 
-    GRSE_EVALS_SMOKE=all python -m pytest -m engine tests/integration/test_evals_smoke_engine.py
+The HotpotQA and LoCoMo tables run on the invented fixtures of tests/fixtures/evals (the
+benchmarks' formats, just the smoke size per split; every table says so in its header), so the
+test needs neither ../shared/data nor the network; Tables 4 and 5 run on the bundled demo.
+`GRSE_EVALS_SMOKE_DATA=shared` runs them on ../shared/data ($GRSE_SHARED_DATA) instead, and
+skips them without it.
 
-Without GRSE_EVALS_SMOKE=all only Tables 4 and 5 (the bundled demo) run; see `ALL_TABLES_SWITCH`.
+    python -m pytest -m engine tests/integration/test_evals_smoke_engine.py
+
+What each table's smoke size asks of the model (calls and max tokens per role, against the fake
+server): `python -m tests.unit.evals.smoke_budget`; tests/unit/evals/test_smoke_budget.py keeps
+those counts under a ceiling.
 """
 
 from __future__ import annotations
@@ -28,6 +35,9 @@ ALWAYS_MEASURED = {
     "table4": "GRSE [",
 }
 """A row of each table whose cells must hold values on the engine (the team answered)."""
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "evals"
+DATA_SWITCH = "GRSE_EVALS_SMOKE_DATA"
+"""Set to `shared` to run the HotpotQA and LoCoMo tables on ../shared/data, not the fixtures."""
 
 
 @pytest.fixture(scope="module")
@@ -42,18 +52,11 @@ def engine_env(small_engine_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LANGSMITH_TRACING", "false")
 
 
-ALL_TABLES_SWITCH = "GRSE_EVALS_SMOKE"
-"""Set to `all` to run the HotpotQA and LoCoMo tables' smoke sizes too. They are opt-in: on a
-2-core machine T1's smoke took 9 minutes and T2's more than 11 (16 training and evaluation
-runs), against about 3 minutes for T4 + T5, which runs on every test run."""
-
-
 def _data_args(table: str, shared: Path | None) -> list[str]:
-    tasks = set(TABLES[table].tasks) - {"demo"}
-    if not tasks:
+    if not set(TABLES[table].tasks) - {"demo"}:
         return []
-    if os.environ.get(ALL_TABLES_SWITCH) != "all":
-        pytest.skip(f"{table}'s smoke size takes many minutes: set {ALL_TABLES_SWITCH}=all")
+    if os.environ.get(DATA_SWITCH) != "shared":
+        return ["--fixtures", str(FIXTURES)]
     if shared is None:
         pytest.skip("../shared/data not present")
     return [
@@ -85,6 +88,8 @@ def test_smoke_table_is_produced_with_every_cell_filled_or_failed(
     for name in OUTPUTS.get(table, (table,)):
         markdown = (results_dir / f"{name}.md").read_text(encoding="utf-8")
         assert ("SMOKE SIZE" in markdown and "(paper)" in markdown) or name == "table5"
+        on_fixtures = "--fixtures" in args
+        assert ("DATA: invented smoke fixtures" in markdown) == on_fixtures, name
         document = json.loads((results_dir / f"{name}.json").read_text(encoding="utf-8"))
         cells = [cell for row in document["rows"] for cell in row["cells"].values()]
         assert cells
