@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import BaseModel
-
+from grse_graph.counts import Counts
 from grse_graph.training.config import TrainConfig
 
 from .manifest import RunSpec
@@ -21,19 +20,12 @@ BASELINE_CALLS = {"io": 1, "cot": 1, "cot-sc": 5, "self-refine": 7, "full-contex
 and at most 3 feedback-revision rounds)."""
 
 
-class RoleCost(BaseModel):
+class RoleCost(Counts):
     """Estimated calls and tokens of one role."""
 
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-
-    def __add__(self, other: RoleCost) -> RoleCost:
-        return RoleCost(
-            calls=self.calls + other.calls,
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-        )
 
 
 Cost = dict[str, RoleCost]
