@@ -10,6 +10,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 
 def utility_trajectories(
@@ -25,14 +27,7 @@ def utility_trajectories(
         axes.plot(xs, ys, marker="o", label=label)
     axes.axhline(0.0, color="grey", linewidth=0.8)
     axes.set_xlabel("iteration")
-    axes.set_ylabel("utility")
-    axes.set_title(title)
-    if series:
-        axes.legend(fontsize="small")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return _saved(figure, axes, path, title, "utility", legend=bool(series))
 
 
 def transition_bars(
@@ -55,9 +50,16 @@ def transition_bars(
             label=f"{group} (failed runs missing)" if failed else group,
         )
     axes.set_xticks([i + 0.4 - width / 2 for i in range(len(names))], names)
-    axes.set_ylabel("questions")
+    return _saved(figure, axes, path, title, "questions", legend=bool(groups))
+
+
+def _saved(
+    figure: Figure, axes: Axes, path: Path, title: str, ylabel: str, *, legend: bool
+) -> Path:
+    """Title, y label and legend, then the figure written to `path` and closed."""
+    axes.set_ylabel(ylabel)
     axes.set_title(title)
-    if groups:
+    if legend:
         axes.legend(fontsize="small")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
