@@ -29,6 +29,7 @@ from grse_graph.tasks.registry import load_task
 from grse_graph.team import default_team
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.demo import run_demo
+from grse_graph.training.provenance import libraries_by_iteration
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.session import open_endpoints, session_deps
 
@@ -126,13 +127,14 @@ def _evaluation_outcome(
     spec: RunSpec, started: float, summary: EvalSummary, usage: dict[str, Any]
 ) -> RunOutcome:
     """The outcome of one evaluation run (a library or a baseline on a split)."""
+    return _outcome(spec, started, summary=summary, usage=usage, test_s=summary.elapsed_s)
+
+
+def _outcome(spec: RunSpec, started: float, **measured: Any) -> RunOutcome:
+    """The run's outcome: its id and kind, the wall time since `started` and what it measured
+    (`RunOutcome`'s other fields)."""
     return RunOutcome(
-        run_id=spec.run_id,
-        kind=spec.kind,
-        wall_s=time.perf_counter() - started,
-        summary=summary,
-        usage=usage,
-        test_s=summary.elapsed_s,
+        run_id=spec.run_id, kind=spec.kind, wall_s=time.perf_counter() - started, **measured
     )
 
 
@@ -164,21 +166,12 @@ def execute_baseline(
 
 def utility_trajectories(run: RunFolder) -> list[UtilityPoint]:
     """Every skill's recorded utility after each saved iteration (iteration 0: the start)."""
-    points: list[UtilityPoint] = []
-    for iteration in run.library_iterations():
-        root = run.path / "libraries" / f"iter_{iteration}"
-        for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-            library = SkillLibrary.load(folder, agent=folder.name)
-            for skill in library.skills:
-                points.append(
-                    UtilityPoint(
-                        iteration=iteration,
-                        agent=folder.name,
-                        skill=skill.name,
-                        utility=skill.utility,
-                    )
-                )
-    return points
+    return [
+        UtilityPoint(iteration=iteration, agent=agent, skill=skill.name, utility=skill.utility)
+        for iteration, agents in libraries_by_iteration(run).items()
+        for agent, skills in agents.items()
+        for skill in skills
+    ]
 
 
 def actor_stages(run: RunFolder) -> dict[str, StageTokens]:
@@ -235,10 +228,9 @@ def execute_train(
             )
         )
         usage: dict[str, Any] = deps.usage() if deps.usage is not None else {}
-    return RunOutcome(
-        run_id=spec.run_id,
-        kind=spec.kind,
-        wall_s=time.perf_counter() - started,
+    return _outcome(
+        spec,
+        started,
         summary=result.final,
         start_summary=result.start,
         comparison=result.comparison,
@@ -268,13 +260,7 @@ def execute_typing(
     with open_endpoints(ctx.llm, engine_log=folder / "engine.log") as endpoints:
         types = asyncio.run(type_skills(endpoints.roles, libraries, labels))
         usage = endpoints.ledger.report().model_dump(mode="json")
-    return RunOutcome(
-        run_id=spec.run_id,
-        kind=spec.kind,
-        wall_s=time.perf_counter() - started,
-        skill_types=types,
-        usage=usage,
-    )
+    return _outcome(spec, started, skill_types=types, usage=usage)
 
 
 EXECUTORS: dict[RunKind, Executor] = {
