@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -118,15 +119,16 @@ class Row(BaseModel):
     cells: dict[str, Cell]
 
 
-class TableContent(BaseModel):
+@dataclass(frozen=True)
+class TableContent:
     """What a table definition builds of one result table: its columns and rows, the notes and
     figures under it and header lines of its own (every table is headed by its deviations)."""
 
     columns: list[Column]
     rows: list[Row]
-    notes: list[str] = Field(default_factory=list)
-    figures: list[str] = Field(default_factory=list)
-    header: list[str] = Field(default_factory=list)
+    notes: Sequence[str] = ()
+    figures: Sequence[str] = ()
+    header: Sequence[str] = ()
 
 
 class ResultTable(BaseModel):

@@ -58,8 +58,8 @@ class TableDef:
                 columns=content.columns,
                 rows=content.rows,
                 paper_where=ctx.paper_of(name).where,
-                notes=content.notes,
-                figures=content.figures,
+                notes=list(content.notes),
+                figures=list(content.figures),
             )
             for (name, title), content in zip(self.tables.items(), contents, strict=True)
         ]
