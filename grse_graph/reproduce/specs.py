@@ -3,6 +3,7 @@ run (T3 and T9 read T1's training runs, T6 reads T1's and T2's) ask for the same
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from grse_graph.api.config import train_config
@@ -11,7 +12,7 @@ from grse_graph.methods.registry import BUILTIN_METHODS
 from grse_graph.training.config import TrainConfig
 
 from .context import Actor, TableContext
-from .manifest import RunSpec
+from .manifest import RunKind, RunSpec
 
 ROLES: tuple[RoleName, ...] = ("actor", "critic", "optimizer")
 
@@ -49,6 +50,15 @@ def fixture_params(ctx: TableContext, task: str) -> dict[str, Any]:
     return {"data": "fixtures", "task_options": ctx.task_options[task]}
 
 
+def _run(
+    ctx: TableContext, actor: Actor, kind: RunKind, task: str, params: dict[str, Any], **spec: Any
+) -> RunSpec:
+    """A run of `task` by `actor` at this commit: its `params` with the actor's models and the
+    fixtures it reads, if any (all three part of its id); `spec` the rest of its `RunSpec`."""
+    every = {**params, "models": models(actor), **fixture_params(ctx, task)}
+    return RunSpec(kind=kind, task=task, actor=actor.label, commit=ctx.commit, params=every, **spec)
+
+
 def eval_spec(
     ctx: TableContext,
     actor: Actor,
@@ -61,12 +71,7 @@ def eval_spec(
 ) -> RunSpec:
     """The team on the test split (greedy, so one run without a seed): empty libraries, or
     those trained by `libraries_from` (then named after it: `transfer-<its method>`)."""
-    params: dict[str, Any] = {
-        "split": "test",
-        "limit": ctx.test_limit(),
-        "models": models(actor),
-        **fixture_params(ctx, task),
-    }
+    params: dict[str, Any] = {"split": "test", "limit": ctx.test_limit()}
     needs: tuple[str, ...] = ()
     seed = None
     variant = "default"
@@ -78,16 +83,16 @@ def eval_spec(
     if planted is not None:
         params["planted"] = planted
         method = "planted"
-    return RunSpec(
-        kind="eval",
-        task=task,
+    return _run(
+        ctx,
+        actor,
+        "eval",
+        task,
+        params,
         category=category,
         method=method,
         variant=variant,
-        actor=actor.label,
         seed=seed,
-        commit=ctx.commit,
-        params=params,
         needs=needs,
     )
 
@@ -96,20 +101,15 @@ def baseline_spec(
     ctx: TableContext, actor: Actor, task: str, category: str | None, method: str, seed: int
 ) -> RunSpec:
     """A single-model baseline on the test split (a seed only where it samples)."""
-    return RunSpec(
-        kind="baseline",
-        task=task,
+    return _run(
+        ctx,
+        actor,
+        "baseline",
+        task,
+        {"split": "test", "limit": ctx.test_limit()},
         category=category,
         method=method,
-        actor=actor.label,
         seed=seed if method in SAMPLED_BASELINES else None,
-        commit=ctx.commit,
-        params={
-            "split": "test",
-            "limit": ctx.test_limit(),
-            "models": models(actor),
-            **fixture_params(ctx, task),
-        },
     )
 
 
@@ -133,25 +133,28 @@ def _method_section(ctx: TableContext, method: str, variant: str) -> dict[str, A
     return section
 
 
-def training_config(
-    ctx: TableContext,
-    actor: Actor,
-    task: str,
-    category: str | None,
-    method: str,
-    variant: str,
-    seed: int,
-    extra: dict[str, Any] | None = None,
-) -> TrainConfig:
+@dataclass(frozen=True)
+class Training:
+    """Which training run: its task (and category), method, variant and seed."""
+
+    task: str
+    category: str | None
+    method: str
+    variant: str
+    seed: int
+
+
+def training_config(ctx: TableContext, actor: Actor, training: Training) -> TrainConfig:
     """The run's `TrainConfig`: Table 8's values (or the smoke size) over the task's protocol
     defaults, built the way `grse train` builds it."""
+    task, category, variant = training.task, training.category, training.variant
     t8 = ctx.settings.table8
     table: dict[str, Any] = {
         "task": task,
         "data": ctx.data.get(task),
         "category": category,
-        "seed": seed,
-        "method": _method_section(ctx, method, variant),
+        "seed": training.seed,
+        "method": _method_section(ctx, training.method, variant),
     }
     if ctx.smoke:
         smoke = ctx.settings.smoke
@@ -178,7 +181,6 @@ def training_config(
     group = ctx.train_overrides.get("group_size")
     if group is not None and "group_size" in table["method"] and variant != "g1":
         table["method"]["group_size"] = group  # G = 1 stays the variant itself
-    table.update(extra or {})
     return train_config(
         task,
         table,
@@ -199,30 +201,27 @@ def train_spec(
     *,
     start: RunSpec | None = None,
     planted: str | None = None,
-    extra: dict[str, Any] | None = None,
     config: TrainConfig | None = None,
 ) -> RunSpec:
     """Train and test: its starting libraries' test is the eval run `start` when given;
     `config` replaces the Table 8 config (the repair study's own)."""
     if config is None:
-        config = training_config(ctx, actor, task, category, method, variant, seed, extra)
+        config = training_config(ctx, actor, Training(task, category, method, variant, seed))
     params: dict[str, Any] = {
-        "models": models(actor),
         "config": config.model_dump(mode="json"),
         "test_limit": ctx.test_limit(),
         "start_test_from": start.run_id if start is not None else None,
         "planted": planted,
-        **fixture_params(ctx, task),
     }
-    return RunSpec(
-        kind="train",
-        task=task,
+    return _run(
+        ctx,
+        actor,
+        "train",
+        task,
+        params,
         category=category,
         method=method,
         variant=variant if planted is None else f"{variant}-planted",
-        actor=actor.label,
         seed=seed,
-        commit=ctx.commit,
-        params=params,
         needs=(start.run_id,) if start is not None else (),
     )
