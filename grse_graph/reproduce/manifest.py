@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -100,6 +101,15 @@ def state_action(state: RunState) -> str:
     }[state]
 
 
+def unique_runs(specs: Iterable[RunSpec]) -> list[RunSpec]:
+    """`specs` without duplicates (two cells or two tables may need the same run), in first
+    order."""
+    seen: dict[str, RunSpec] = {}
+    for spec in specs:
+        seen.setdefault(spec.run_id, spec)
+    return list(seen.values())
+
+
 class Manifest(BaseModel):
     """The runs one table needs, written to `RESULTS/manifests/<table>.json`."""
 
@@ -108,10 +118,7 @@ class Manifest(BaseModel):
 
     def unique(self) -> list[RunSpec]:
         """The runs without duplicates (two cells may need the same run), in first order."""
-        seen: dict[str, RunSpec] = {}
-        for spec in self.runs:
-            seen.setdefault(spec.run_id, spec)
-        return list(seen.values())
+        return unique_runs(self.runs)
 
     def write(self, root: Path) -> Path:
         """Write the manifest (each run with its id and folder) and return its path."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from grse_graph.reproduce.context import TableContext
 from grse_graph.reproduce.deviations import deviations
-from grse_graph.reproduce.manifest import RunSpec
+from grse_graph.reproduce.manifest import RunSpec, unique_runs
 from grse_graph.reproduce.outcome import RunFailure, RunOutcome
 from grse_graph.reproduce.paper import PaperTable
 from grse_graph.reproduce.table import (
@@ -67,12 +67,9 @@ class TableDef:
 
 def flatten(layout: Layout) -> list[RunSpec]:
     """Every run of a layout, duplicates kept once, dependencies first."""
-    seen: dict[str, RunSpec] = {}
-    for groups in layout.values():
-        for specs in groups.values():
-            for spec in specs:
-                seen.setdefault(spec.run_id, spec)
-    return list(seen.values())
+    return unique_runs(
+        spec for groups in layout.values() for specs in groups.values() for spec in specs
+    )
 
 
 def results_of(specs: Sequence[RunSpec], results: Mapping[str, Result]) -> list[Result]:

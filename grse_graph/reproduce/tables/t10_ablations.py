@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Mapping
 
 from grse_graph.reproduce.context import TableContext
-from grse_graph.reproduce.manifest import RunSpec
+from grse_graph.reproduce.manifest import RunSpec, unique_runs
 from grse_graph.reproduce.outcome import RunOutcome
 from grse_graph.reproduce.specs import eval_spec, train_spec
 from grse_graph.reproduce.table import Column, Metric, Row, TableContent
@@ -39,10 +39,8 @@ def groups(ctx: TableContext) -> dict[str, list[RunSpec]]:
 
 
 def plan(ctx: TableContext) -> list[RunSpec]:
-    runs: dict[str, RunSpec] = {}
-    for specs in groups(ctx).values():
-        runs.update({s.run_id: s for s in specs})
-    return sorted(runs.values(), key=lambda s: s.kind == "train")
+    runs = unique_runs(s for specs in groups(ctx).values() for s in specs)
+    return sorted(runs, key=lambda s: s.kind == "train")
 
 
 def _avg(outcome: RunOutcome) -> float | None:

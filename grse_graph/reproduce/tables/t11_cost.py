@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from grse_graph.reproduce.context import TableContext
-from grse_graph.reproduce.manifest import RunSpec
+from grse_graph.reproduce.manifest import RunSpec, unique_runs
 from grse_graph.reproduce.outcome import RunOutcome
 from grse_graph.reproduce.table import Column, Metric, NotMeasured, Row, TableContent
 
@@ -18,12 +18,13 @@ ROLES = ("actor", "critic", "optimizer")
 
 
 def plan(ctx: TableContext) -> list[RunSpec]:
-    runs: dict[str, RunSpec] = {}
-    for actor in ctx.actors:
-        layout = t1_hotpotqa.layout(ctx)
-        for label in t1_hotpotqa.TRAINED:
-            runs.update({s.run_id: s for s in layout[label][actor.label]})
-    return list(runs.values())
+    layout = t1_hotpotqa.layout(ctx)
+    return unique_runs(
+        s
+        for actor in ctx.actors
+        for label in t1_hotpotqa.TRAINED
+        for s in layout[label][actor.label]
+    )
 
 
 def _role(role: str, field: str, scale: float = 1.0) -> Metric:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from grse_graph.reproduce.context import Actor, TableContext
-from grse_graph.reproduce.manifest import RunSpec
+from grse_graph.reproduce.manifest import RunSpec, unique_runs
 from grse_graph.reproduce.specs import baseline_spec, eval_spec, train_spec
 from grse_graph.reproduce.table import Column, Row, TableContent, collect
 
@@ -42,13 +42,8 @@ def layout(ctx: TableContext) -> Layout:
             rows.setdefault(label, {})[actor.label] = [empty, *trained_runs(ctx, actor, label)]
         rows.setdefault("Empty library", {})[actor.label] = [empty]
         for label, method in BASELINES.items():
-            specs = {
-                baseline_spec(ctx, actor, TASK, None, method, s).run_id: baseline_spec(
-                    ctx, actor, TASK, None, method, s
-                )
-                for s in ctx.seeds
-            }
-            rows.setdefault(label, {})[actor.label] = list(specs.values())
+            baselines = (baseline_spec(ctx, actor, TASK, None, method, s) for s in ctx.seeds)
+            rows.setdefault(label, {})[actor.label] = unique_runs(baselines)
     return rows
 
 

@@ -12,7 +12,7 @@ from grse_graph.evaluation.transitions import LibraryComparison, Outcome
 from grse_graph.metrics.analysis import cites_dialogue, evidence_citation_rate
 from grse_graph.reproduce import figures
 from grse_graph.reproduce.context import TableContext
-from grse_graph.reproduce.manifest import RunSpec
+from grse_graph.reproduce.manifest import RunSpec, unique_runs
 from grse_graph.reproduce.outcome import RunOutcome
 from grse_graph.reproduce.table import Cell, Column, Metric, NotMeasured, Row, TableContent
 
@@ -40,16 +40,13 @@ def groups(ctx: TableContext) -> dict[str, list[RunSpec]]:
 
 
 def plan(ctx: TableContext) -> list[RunSpec]:
-    runs: dict[str, RunSpec] = {}
+    runs: list[RunSpec] = []
     for actor in ctx.actors:
-        runs.update({s.run_id: s for s in t1_hotpotqa.layout(ctx)["GRSE"][actor.label]})
-        for category in t2_locomo.trained_categories(ctx):
-            runs[t2_locomo.empty_run(ctx, actor, category).run_id] = t2_locomo.empty_run(
-                ctx, actor, category
-            )
+        runs += t1_hotpotqa.layout(ctx)["GRSE"][actor.label]
+        runs += [t2_locomo.empty_run(ctx, actor, c) for c in t2_locomo.trained_categories(ctx)]
     for specs in groups(ctx).values():
-        runs.update({s.run_id: s for s in specs})
-    return list(runs.values())
+        runs += specs
+    return unique_runs(runs)
 
 
 def _move(name: str) -> Callable[[RunOutcome], float | None]:

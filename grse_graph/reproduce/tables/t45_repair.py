@@ -14,7 +14,7 @@ from typing import Any
 
 from grse_graph.reproduce import figures
 from grse_graph.reproduce.context import Actor, TableContext
-from grse_graph.reproduce.manifest import RunSpec
+from grse_graph.reproduce.manifest import RunSpec, unique_runs
 from grse_graph.reproduce.outcome import RunFailure, RunOutcome
 from grse_graph.reproduce.specs import eval_spec, train_spec
 from grse_graph.reproduce.table import Cell, Column, Metric, Row, TableContent
@@ -102,13 +102,11 @@ def method_runs(ctx: TableContext, actor: Actor, label: str) -> list[RunSpec]:
 
 
 def plan(ctx: TableContext) -> list[RunSpec]:
-    runs: dict[str, RunSpec] = {}
+    runs: list[RunSpec] = []
     for actor in ctx.actors:
-        for spec in [planted_eval(ctx, actor)] + [
-            s for label in METHODS for s in method_runs(ctx, actor, label)
-        ]:
-            runs.setdefault(spec.run_id, spec)
-    return list(runs.values())
+        runs.append(planted_eval(ctx, actor))
+        runs += [s for label in METHODS for s in method_runs(ctx, actor, label)]
+    return unique_runs(runs)
 
 
 def _comparison_metric(field: str) -> Any:

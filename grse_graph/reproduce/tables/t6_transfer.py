@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from grse_graph.reproduce.context import TableContext
-from grse_graph.reproduce.manifest import RunSpec
+from grse_graph.reproduce.manifest import RunSpec, unique_runs
 from grse_graph.reproduce.specs import eval_spec
 from grse_graph.reproduce.table import Column, Row, TableContent, collect
 
@@ -42,15 +42,13 @@ def groups(ctx: TableContext) -> dict[str, dict[str, list[RunSpec]]]:
 
 
 def plan(ctx: TableContext) -> list[RunSpec]:
-    runs: dict[str, RunSpec] = {}
+    runs: list[RunSpec] = []
     for actor in ctx.actors:
-        runs[t1_hotpotqa.empty_run(ctx, actor).run_id] = t1_hotpotqa.empty_run(ctx, actor)
-        empty = t2_locomo.empty_run(ctx, actor, MULTI_HOP)
-        runs[empty.run_id] = empty
+        runs += [t1_hotpotqa.empty_run(ctx, actor), t2_locomo.empty_run(ctx, actor, MULTI_HOP)]
     for targets in groups(ctx).values():
         for specs in targets.values():
-            runs.update({s.run_id: s for s in specs})
-    return sorted(runs.values(), key=lambda s: (s.kind == "train", bool(s.needs)))
+            runs += specs
+    return sorted(unique_runs(runs), key=lambda s: (s.kind == "train", bool(s.needs)))
 
 
 def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableContent]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from grse_graph.reproduce.context import Actor, TableContext
-from grse_graph.reproduce.manifest import RunSpec
+from grse_graph.reproduce.manifest import RunSpec, unique_runs
 from grse_graph.reproduce.outcome import RunOutcome
 from grse_graph.reproduce.specs import models
 from grse_graph.reproduce.table import Column, Metric, NotMeasured, Row, TableContent, collect
@@ -38,11 +38,11 @@ def typing_runs(ctx: TableContext, actor: Actor) -> list[RunSpec]:
 
 
 def plan(ctx: TableContext) -> list[RunSpec]:
-    runs: dict[str, RunSpec] = {}
+    runs: list[RunSpec] = []
     for actor in ctx.actors:
-        runs.update({s.run_id: s for s in t1_hotpotqa.layout(ctx)["GRSE"][actor.label]})
-        runs.update({s.run_id: s for s in typing_runs(ctx, actor)})
-    return list(runs.values())
+        runs += t1_hotpotqa.layout(ctx)["GRSE"][actor.label]
+        runs += typing_runs(ctx, actor)
+    return unique_runs(runs)
 
 
 def _share(label: str) -> Metric:
