@@ -59,42 +59,39 @@ def _run(
     return RunSpec(kind=kind, task=task, actor=actor.label, commit=ctx.commit, params=every, **spec)
 
 
-def eval_spec(
-    ctx: TableContext,
-    actor: Actor,
-    task: str,
-    category: str | None = None,
-    *,
-    libraries_from: RunSpec | None = None,
-    planted: str | None = None,
-    method: str = "empty",
+def _test_split(ctx: TableContext) -> dict[str, Any]:
+    """The params of a run on the test split (the first `test_limit()` questions)."""
+    return {"split": "test", "limit": ctx.test_limit()}
+
+
+def eval_spec(ctx: TableContext, actor: Actor, task: str, category: str | None = None) -> RunSpec:
+    """The team with empty libraries on the test split (greedy, so one run without a seed)."""
+    return _run(ctx, actor, "eval", task, _test_split(ctx), category=category, method="empty")
+
+
+def transfer_spec(
+    ctx: TableContext, actor: Actor, libraries_from: RunSpec, task: str, category: str | None = None
 ) -> RunSpec:
-    """The team on the test split (greedy, so one run without a seed): empty libraries, or
-    those trained by `libraries_from` (then named after it: `transfer-<its method>`)."""
-    params: dict[str, Any] = {"split": "test", "limit": ctx.test_limit()}
-    needs: tuple[str, ...] = ()
-    seed = None
-    variant = "default"
-    if libraries_from is not None:
-        params["libraries_from"] = libraries_from.run_id
-        needs = (libraries_from.run_id,)
-        seed = libraries_from.seed
-        variant = f"from-{libraries_from.task}-{libraries_from.category or 'all'}"
-    if planted is not None:
-        params["planted"] = planted
-        method = "planted"
+    """The team with the libraries trained by `libraries_from` on the test split of `task`,
+    one run per training seed (its variant names where the libraries come from)."""
     return _run(
         ctx,
         actor,
         "eval",
         task,
-        params,
+        {**_test_split(ctx), "libraries_from": libraries_from.run_id},
         category=category,
-        method=method,
-        variant=variant,
-        seed=seed,
-        needs=needs,
+        method="empty",
+        variant=f"from-{libraries_from.task}-{libraries_from.category or 'all'}",
+        seed=libraries_from.seed,
+        needs=(libraries_from.run_id,),
     )
+
+
+def planted_spec(ctx: TableContext, actor: Actor, task: str, planted: str) -> RunSpec:
+    """The team with the planted library of the JSON file `planted` on the test split."""
+    params = {**_test_split(ctx), "planted": planted}
+    return _run(ctx, actor, "eval", task, params, method="planted")
 
 
 def baseline_spec(
@@ -106,7 +103,7 @@ def baseline_spec(
         actor,
         "baseline",
         task,
-        {"split": "test", "limit": ctx.test_limit()},
+        _test_split(ctx),
         category=category,
         method=method,
         seed=seed if method in SAMPLED_BASELINES else None,

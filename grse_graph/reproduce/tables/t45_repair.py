@@ -16,7 +16,7 @@ from grse_graph.reproduce import figures
 from grse_graph.reproduce.context import Actor, TableContext
 from grse_graph.reproduce.manifest import RunSpec, unique_runs
 from grse_graph.reproduce.outcome import RunFailure, RunOutcome
-from grse_graph.reproduce.specs import eval_spec, train_spec
+from grse_graph.reproduce.specs import planted_spec, train_spec
 from grse_graph.reproduce.table import Cell, Column, Metric, Row, TableContent
 from grse_graph.tasks.planted import PlantedLibrary, demo_planted, load_planted
 from grse_graph.training.config import LOOP_ADDITIONS, TrainConfig, method_additions
@@ -76,7 +76,7 @@ def _overridden(ctx: TableContext, dumped: dict[str, Any]) -> TrainConfig:
 
 def planted_eval(ctx: TableContext, actor: Actor) -> RunSpec:
     planted = planted_library(ctx)
-    return eval_spec(ctx, actor, planted.task, planted=str(planted.source))
+    return planted_spec(ctx, actor, planted.task, str(planted.source))
 
 
 def method_runs(ctx: TableContext, actor: Actor, label: str) -> list[RunSpec]:

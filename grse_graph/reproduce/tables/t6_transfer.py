@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from grse_graph.reproduce.context import TableContext
 from grse_graph.reproduce.manifest import RunSpec, unique_runs
-from grse_graph.reproduce.specs import eval_spec
+from grse_graph.reproduce.specs import transfer_spec
 from grse_graph.reproduce.table import Column, Row, TableContent, collect
 
 from . import t1_hotpotqa, t2_locomo
@@ -26,12 +26,10 @@ def groups(ctx: TableContext) -> dict[str, dict[str, list[RunSpec]]]:
         tag = f" [{actor.label}]"
         rows["HotpotQA library" + tag] = {
             "hotpotqa": hotpot,
-            "locomo": [
-                eval_spec(ctx, actor, "locomo", MULTI_HOP, libraries_from=s) for s in hotpot
-            ],
+            "locomo": [transfer_spec(ctx, actor, s, "locomo", MULTI_HOP) for s in hotpot],
         }
         rows["LoCoMo multi-hop library" + tag] = {
-            "hotpotqa": [eval_spec(ctx, actor, "hotpotqa", libraries_from=s) for s in locomo],
+            "hotpotqa": [transfer_spec(ctx, actor, s, "hotpotqa") for s in locomo],
             "locomo": locomo,
         }
         rows["Empty library" + tag] = {
