@@ -1,7 +1,7 @@
 """Evolution operators shared by the credit methods: refine, induce, consolidate, prune.
 
 `evolve` runs the operators the `OperatorSchedule` selects for an iteration (looked up by name in
-`OPERATORS`, the registry behind the `Operator` protocol) and returns candidate libraries plus an
+`OPERATORS`, the registry of `Operator`s) and returns candidate libraries plus an
 `OperatorRecord` per action (what changed, and the evidence why). Their values live in `schema`.
 Drafted bodies pass the memorisation check (`memorisation`) against the run's training inputs;
 `guidance` holds the task (LoCoMo category) guidance the operator prompts carry.

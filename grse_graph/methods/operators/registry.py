@@ -1,4 +1,4 @@
-"""The operator seam: one small protocol and the registry of the four shared operators.
+"""The operator seam: one callable type and the registry of the four shared operators.
 
 An operator maps every agent's library plus the iteration's plan to new libraries and a record
 per action. `evolve` looks operators up here by name instead of branching on the name, so a
@@ -8,9 +8,8 @@ a mapping with that entry replaced.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import Protocol
 
 from grse_graph.methods.operators.base import OperatorContext, OperatorOutput
 from grse_graph.methods.operators.consolidate import consolidate
@@ -20,24 +19,17 @@ from grse_graph.methods.operators.refine import refine
 from grse_graph.methods.plan import AggregationResult
 from grse_graph.skills import SkillLibrary
 
-
-class Operator(Protocol):
-    """One evolution operator, applied to all agents' libraries at once."""
-
-    async def __call__(
-        self,
-        libraries: Mapping[str, SkillLibrary],
-        aggregation: AggregationResult,
-        ctx: OperatorContext,
-    ) -> OperatorOutput:
-        """New libraries (every agent) and one `OperatorRecord` per action or declined action."""
-        ...
+Operator = Callable[
+    [Mapping[str, SkillLibrary], AggregationResult, OperatorContext], Awaitable[OperatorOutput]
+]
+"""One evolution operator, applied to all agents' libraries at once: it gives new libraries
+(every agent) and one `OperatorRecord` per action or declined action."""
 
 
 async def prune_operator(
     libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult, ctx: OperatorContext
 ) -> OperatorOutput:
-    """`prune` (which needs no model call) behind the async operator protocol."""
+    """`prune` (which needs no model call) as an async `Operator`."""
     return prune(libraries, aggregation, ctx)
 
 
