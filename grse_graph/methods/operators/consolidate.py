@@ -230,8 +230,10 @@ async def consolidate(
     """Merge every redundant group of every agent (one optimizer call per group)."""
     return await each_target(
         libraries,
-        lambda library: redundant_groups(library, aggregation),
-        lambda current, group: consolidate_group(current, group, aggregation, ctx),
+        aggregation,
+        ctx,
+        redundant_groups,
+        consolidate_group,
         # A group that shares a member with one merged before it is gone as a group.
         applicable=lambda current, group: all(current.has(n) for n in group),
     )

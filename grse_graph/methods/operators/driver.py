@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TypeVar
 
-from grse_graph.methods.operators.base import OperatorOutput
+from grse_graph.methods.operators.base import OperatorContext, OperatorOutput
 from grse_graph.methods.operators.schema import OperatorRecord
+from grse_graph.methods.plan import AggregationResult
 from grse_graph.skills import SkillLibrary
 
 T = TypeVar("T")
@@ -73,13 +74,22 @@ async def apply_in_turn(
 
 async def each_target(
     libraries: Mapping[str, SkillLibrary],
-    targets: Callable[[SkillLibrary], Iterable[T]],
-    apply: Apply[T],
+    aggregation: AggregationResult,
+    ctx: OperatorContext,
+    targets: Callable[[SkillLibrary, AggregationResult], Iterable[T]],
+    apply: Callable[
+        [SkillLibrary, T, AggregationResult, OperatorContext],
+        Awaitable[tuple[SkillLibrary, OperatorRecord]],
+    ],
     applicable: Callable[[SkillLibrary, T], bool] | None = None,
 ) -> OperatorOutput:
-    """Every agent's library with `apply` run on each of its `targets` in turn."""
+    """Every agent's library with `apply` run on each of its `targets` (both given the plan)
+    in turn."""
+
+    async def apply_one(library: SkillLibrary, target: T) -> tuple[SkillLibrary, OperatorRecord]:
+        return await apply(library, target, aggregation, ctx)
 
     async def step(library: SkillLibrary) -> LibraryOutput:
-        return await apply_in_turn(library, targets(library), apply, applicable)
+        return await apply_in_turn(library, targets(library, aggregation), apply_one, applicable)
 
     return await each_library_async(libraries, step)

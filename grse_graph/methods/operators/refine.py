@@ -180,8 +180,4 @@ async def refine(
     libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult, ctx: OperatorContext
 ) -> OperatorOutput:
     """Refine every targeted skill of every agent (agents and skills in library order)."""
-    return await each_target(
-        libraries,
-        lambda library: refine_targets(library, aggregation),
-        lambda current, name: refine_skill(current, name, aggregation, ctx),
-    )
+    return await each_target(libraries, aggregation, ctx, refine_targets, refine_skill)
