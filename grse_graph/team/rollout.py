@@ -16,13 +16,18 @@ class ToolCallRecord(BaseModel):
     error: str | None = None
 
 
-class StepUsage(Counts):
-    """Tokens and latency of the model calls inside one step."""
+class ModelCallTokens(Counts):
+    """Model calls and their tokens."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
     model_calls: int = 0
+
+
+class StepUsage(ModelCallTokens):
+    """Tokens and latency of the model calls inside one step."""
+
     latency_s: float = 0.0
 
 

@@ -11,22 +11,17 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
-from grse_graph.counts import Counts
-from grse_graph.team.rollout import Rollout, StepUsage
+from grse_graph.team.rollout import ModelCallTokens, Rollout, StepUsage
 
 from .run_folder import RunFolder
 
 
-class StageTokens(Counts):
+class StageTokens(ModelCallTokens):
     """The actor's model calls and tokens in one stage."""
 
     model_config = ConfigDict(frozen=True)
 
     executions: int = 0
-    model_calls: int = 0
-    prompt_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    completion_tokens: int = 0
 
 
 class ActorTokens(BaseModel):
@@ -45,13 +40,8 @@ def stage_tokens(rollouts: Iterable[Rollout]) -> StageTokens:
     for rollout in rollouts:
         executions += 1
         used = sum((step.usage for step in rollout.steps if not step.reused), used)
-    return StageTokens(
-        executions=executions,
-        model_calls=used.model_calls,
-        prompt_tokens=used.prompt_tokens,
-        cached_prompt_tokens=used.cached_prompt_tokens,
-        completion_tokens=used.completion_tokens,
-    )
+    tokens = used.model_dump(include=set(ModelCallTokens.model_fields))
+    return StageTokens(executions=executions, **tokens)
 
 
 def actor_tokens(run: RunFolder) -> ActorTokens:
