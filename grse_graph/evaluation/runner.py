@@ -51,6 +51,12 @@ async def answer_question(answerer: QuestionAnswerer, question: TaskQuestion) ->
 
 async def _answer_question(answerer: QuestionAnswerer, question: TaskQuestion) -> PredictionRecord:
     started = time.perf_counter()
+    asked = PredictionRecord(
+        id=question.id,
+        question=question.question,
+        answer=question.answer,
+        category=question.category,
+    )
     try:
         rollout = await answerer.answer(
             question, rollout_id=rollout_id_for(answerer.method, question)
@@ -58,29 +64,25 @@ async def _answer_question(answerer: QuestionAnswerer, question: TaskQuestion) -
     except asyncio.CancelledError:
         raise
     except Exception as error:
-        return PredictionRecord(
-            id=question.id,
-            question=question.question,
-            answer=question.answer,
-            category=question.category,
-            failed=True,
-            error=f"{type(error).__name__}: {error}",
-            latency_s=time.perf_counter() - started,
+        return asked.model_copy(
+            update={
+                "failed": True,
+                "error": f"{type(error).__name__}: {error}",
+                "latency_s": time.perf_counter() - started,
+            }
         )
     state: AnswerStateName | None = (
         answer_state(rollout.answer, rollout.metrics["f1"]) if "f1" in rollout.metrics else None
     )
-    return PredictionRecord(
-        id=question.id,
-        question=question.question,
-        answer=question.answer,
-        prediction=rollout.answer,
-        category=question.category,
-        metrics=rollout.metrics,
-        reward=rollout.reward,
-        state=state,
-        latency_s=time.perf_counter() - started,
-        rollout=rollout,
+    return asked.model_copy(
+        update={
+            "prediction": rollout.answer,
+            "metrics": rollout.metrics,
+            "reward": rollout.reward,
+            "state": state,
+            "latency_s": time.perf_counter() - started,
+            "rollout": rollout,
+        }
     )
 
 
