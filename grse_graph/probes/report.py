@@ -61,16 +61,7 @@ class AuditRecord(BaseModel):
     @classmethod
     def of(cls, effect: SkillEffect) -> AuditRecord:
         """The record of a probe's `SkillEffect`."""
-        return cls(
-            agent=effect.agent,
-            skill=effect.skill,
-            effect=effect.effect,
-            low=effect.low,
-            high=effect.high,
-            questions=effect.questions,
-            invocations=effect.invocations,
-            verdict=effect.verdict,
-        )
+        return cls(**effect.model_dump(include=set(cls.model_fields)))
 
 
 class AuditHeader(BaseModel):
@@ -110,22 +101,8 @@ class AuditReport(BaseModel):
         cls, result: ProbeResult, *, task: str, split: str, confidence: float = 0.95
     ) -> AuditReport:
         """The report of a finished probe (`confidence` as in its `ProbeSettings`)."""
-        header = AuditHeader(
-            task=task,
-            split=split,
-            questions=list(result.questions),
-            questions_left_out=result.questions_left_out,
-            design=result.design,
-            budget=result.budget,
-            runs=result.runs,
-            runs_resumed=result.runs_resumed,
-            runs_failed=result.runs_failed,
-            model_steps=result.model_steps,
-            reused_steps=result.reused_steps,
-            full_reward=result.full_reward,
-            elapsed_s=result.elapsed_s,
-            confidence=confidence,
-        )
+        probed = result.model_dump(include=set(AuditHeader.model_fields))
+        header = AuditHeader(**probed, task=task, split=split, confidence=confidence)
         return cls(header=header, effects=[AuditRecord.of(e) for e in result.effects])
 
     def records_json(self) -> list[dict[str, Any]]:

@@ -260,11 +260,9 @@ class SkillProber:
             )
             for ref in plan.skills
         ]
+        planned = plan.model_dump(include={"design", "questions", "questions_left_out", "budget"})
         return ProbeResult(
-            design=plan.design,
-            questions=plan.questions,
-            questions_left_out=plan.questions_left_out,
-            budget=plan.budget,
+            **planned,
             runs=plan.runs,
             runs_resumed=resumed,
             runs_failed=len(failed),
