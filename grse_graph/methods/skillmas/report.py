@@ -3,7 +3,7 @@ each restructuring decision with the team before and after, and the best round."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .state import RoundRecord, SkillmasState
@@ -152,17 +152,7 @@ def _skill_utility_lines(rounds: Sequence[SkillmasState]) -> list[str]:
     ids = sorted({i for s in rounds for i in s.skills.skills})
     if not ids:
         return [*out, "No skill was used yet."]
-    out += [
-        "| skill | " + " | ".join(f"r{s.iteration}" for s in rounds) + " |",
-        "| --- |" + " ---: |" * len(rounds),
-    ]
-    for i in ids:
-        cells = []
-        for s in rounds:
-            rec = s.skills.skills.get(i)
-            cells.append(f"{rec.overall.q:.3f} / {rec.overall.n}" if rec else "-")
-        out.append(f"| {_cell(i)} | " + " | ".join(cells) + " |")
-    return out
+    return [*out, *_over_rounds("skill", "---:", ids, rounds, _skill_utility)]
 
 
 def _executor_utility_lines(rounds: Sequence[SkillmasState]) -> list[str]:
@@ -171,21 +161,35 @@ def _executor_utility_lines(rounds: Sequence[SkillmasState]) -> list[str]:
     agents = sorted({a for s in rounds for a in s.executors.agents})
     if not agents:
         return out
-    out += [
-        "| agent | " + " | ".join(f"r{s.iteration}" for s in rounds) + " |",
-        "| --- |" + " --- |" * len(rounds),
+    return [*out, *_over_rounds("agent", "---", agents, rounds, _executor_utility)]
+
+
+def _over_rounds(
+    kind: str,
+    align: str,
+    keys: Sequence[str],
+    rounds: Sequence[SkillmasState],
+    cell: Callable[[SkillmasState, str], str],
+) -> list[str]:
+    """A table with one row per key and one column per round, each cell `cell(state, key)`."""
+    return [
+        f"| {kind} | " + " | ".join(f"r{s.iteration}" for s in rounds) + " |",
+        "| --- |" + f" {align} |" * len(rounds),
+        *(f"| {_cell(k)} | " + " | ".join(cell(s, k) for s in rounds) + " |" for k in keys),
     ]
-    for agent in agents:
-        cells = []
-        for s in rounds:
-            arec = s.executors.agents.get(agent)
-            if arec is None:
-                cells.append("-")
-                continue
-            tasks = ", ".join(f"{t} {e.q:.2f}/{e.n}" for t, e in sorted(arec.tasks.items()))
-            cells.append(f"{arec.overall.q:.3f} ({tasks})")
-        out.append(f"| {agent} | " + " | ".join(cells) + " |")
-    return out
+
+
+def _skill_utility(state: SkillmasState, skill_id: str) -> str:
+    rec = state.skills.skills.get(skill_id)
+    return f"{rec.overall.q:.3f} / {rec.overall.n}" if rec else "-"
+
+
+def _executor_utility(state: SkillmasState, agent: str) -> str:
+    arec = state.executors.agents.get(agent)
+    if arec is None:
+        return "-"
+    tasks = ", ".join(f"{t} {e.q:.2f}/{e.n}" for t, e in sorted(arec.tasks.items()))
+    return f"{arec.overall.q:.3f} ({tasks})"
 
 
 def _action_row(iteration: int, action: EvolutionAction) -> str:
