@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict
@@ -74,18 +75,28 @@ def _links(items: Sequence[SkillCreditItem], skill_id: str, field: str) -> list[
 def direction_from_single(item: SkillCreditItem) -> EditDirection:
     """A skill with exactly one credit: its own evidence, edit, links and delta, no model."""
     c = item.credit
-    return EditDirection(
-        agent=c.agent,
-        skill_id=c.skill_id,
+    return _direction(
+        [item],
         summary=c.evidence,
         suggested_edit=c.suggested_edit,
         utility=c.utility_delta,
         credit_utility_mean=c.utility_delta,
         verdict=single_verdict(c),
-        n_credits=1,
-        question_ids=[item.question_id],
         redundant_with=_links([item], c.skill_id, "redundant_with"),
-        conflicts_with=_links([item], c.skill_id, "conflicts_with"),
+    )
+
+
+def _direction(items: Sequence[SkillCreditItem], **fields: Any) -> EditDirection:
+    """The direction of the skill `items` credit: `fields` and what every direction carries
+    (its skill, how many credits, their questions and conflict links)."""
+    first = items[0].credit
+    return EditDirection(
+        agent=first.agent,
+        skill_id=first.skill_id,
+        n_credits=len(items),
+        question_ids=unique([i.question_id for i in items]),
+        conflicts_with=_links(items, first.skill_id, "conflicts_with"),
+        **fields,
     )
 
 
@@ -166,22 +177,18 @@ class MaskillsHooks:
     ) -> EditDirection:
         # Unlike GRSE's, the utility is the merge's own score; the credits' mean is kept beside
         # it for the moving-average utility rule.
-        first = items[0].credit
+        skill_id = items[0].credit.skill_id
         mean = sum(i.credit.utility_delta for i in items) / len(items)
-        return EditDirection(
-            agent=first.agent,
-            skill_id=first.skill_id,
+        return _direction(
+            items,
             summary=merged.summary,
             suggested_edit="" if merged.verdict == "keep" else merged.suggested_edit,
             utility=merged.utility_score,
             credit_utility_mean=max(-1.0, min(1.0, mean)),
             verdict=merged.verdict,
-            n_credits=len(items),
-            question_ids=unique([i.question_id for i in items]),
             redundant_with=[
-                n for n in unique(merged.redundant_with) if n.strip() and n != first.skill_id
+                n for n in unique(merged.redundant_with) if n.strip() and n != skill_id
             ],
-            conflicts_with=_links(items, first.skill_id, "conflicts_with"),
             merged_by_model=error is None,
             merge_error=error,
         )
