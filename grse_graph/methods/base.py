@@ -25,8 +25,8 @@ validation -> commit by the method's policy. A `CreditMethod` decides:
   of the round's base libraries;
 - `utility_rule()`: how the plan updates recorded utilities (GRSE replaces, MASkills averages);
 - `evolution()`: the operators, their order and settings;
-- `report_lines(records, states)` / `summary()`: the method's section of report.md (it sees
-  the method's states, one per round) and its header line.
+- `report_lines(inputs)` / `summary()`: the method's section of report.md (it sees the run's
+  credit records and the method's states, one per round) and its header line.
 
 Method state goes only through `state_type` (a pydantic model, one record per round in
 RUN/method_state.jsonl); the method object itself keeps none.
@@ -45,7 +45,7 @@ run that sets one is refused instead of silently running without it
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -163,6 +163,15 @@ class CreditInputs:
 
 
 @dataclass(frozen=True)
+class ReportInputs:
+    """What a method's section of report.md may read: the run's credit records (file order)
+    and its method states in round order (empty for a stateless method)."""
+
+    records: Sequence[CreditRecord]
+    states: Sequence[BaseModel] = ()
+
+
+@dataclass(frozen=True)
 class EvolutionSpec:
     """The operators a method runs: `order` filtered by the run's `OperatorSchedule` at each
     iteration, looked up in `operators`, with `settings` (caps, prune threshold, new skills
@@ -252,11 +261,8 @@ class CreditMethod(Protocol):
         """One line naming the method's settings, for the report header."""
         ...
 
-    def report_lines(
-        self, records: Sequence[CreditRecord], states: Sequence[BaseModel] = ()
-    ) -> list[str]:
-        """The method's markdown section of report.md (starting with its `## ` heading);
-        `states` are the run's method states in round order (empty for stateless methods)."""
+    def report_lines(self, inputs: ReportInputs) -> list[str]:
+        """The method's markdown section of report.md (starting with its `## ` heading)."""
         ...
 
 
@@ -362,19 +368,26 @@ class BaseCreditMethod(Generic[S, R]):
         shown = ", ".join(f"{k}={v}" for k, v in fields.items() if not isinstance(v, dict))
         return f"method {self.name}" + (f": {shown}" if shown else "")
 
-    def report_lines(
-        self, records: Sequence[CreditRecord], states: Sequence[BaseModel] = ()
-    ) -> list[str]:
-        lines = [
-            "## Credit",
-            "",
-            "| iteration | units | credited | skipped | failed |",
-            "| ---: | ---: | ---: | ---: | ---: |",
-        ]
-        for t in sorted({r.iteration for r in records}):
-            rows = [r for r in records if r.iteration == t]
-            lines.append(
-                f"| {t} | {len(rows)} | {sum(r.credited for r in rows)} | "
-                f"{sum(not r.kept for r in rows)} | {sum(r.error is not None for r in rows)} |"
-            )
-        return lines
+    def report_lines(self, inputs: ReportInputs) -> list[str]:
+        return [*_CREDIT_HEADING, *iteration_rows(inputs.records, _credit_row)]
+
+
+def iteration_rows(records: Sequence[R], row: Callable[[int, list[R]], str]) -> list[str]:
+    """One table row per iteration of `records`, in order: `row(iteration, its records)`."""
+    iterations = sorted({r.iteration for r in records})
+    return [row(t, [r for r in records if r.iteration == t]) for t in iterations]
+
+
+_CREDIT_HEADING = (
+    "## Credit",
+    "",
+    "| iteration | units | credited | skipped | failed |",
+    "| ---: | ---: | ---: | ---: | ---: |",
+)
+
+
+def _credit_row(iteration: int, rows: list[CreditRecord]) -> str:
+    return (
+        f"| {iteration} | {len(rows)} | {sum(r.credited for r in rows)} | "
+        f"{sum(not r.kept for r in rows)} | {sum(r.error is not None for r in rows)} |"
+    )

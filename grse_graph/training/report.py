@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from grse_graph.evaluation.summary import difference_text, outcome_label, shorten
 from grse_graph.evaluation.transitions import OUTCOMES, LibraryComparison
-from grse_graph.methods.base import CreditMethod
+from grse_graph.methods.base import CreditMethod, ReportInputs
 from grse_graph.methods.registry import BUILTIN_METHODS, MethodClass, create_method
 from grse_graph.skills import Skill
 
@@ -326,7 +326,7 @@ def write_report(
     out += ["", *learned_lines(learned_skills(run, method))]
     if comparison is not None:
         out += comparison_lines(comparison)
-    out += ["", *method.report_lines(records, method_states(run, method))]
+    out += ["", *method.report_lines(ReportInputs(records, method_states(run, method)))]
     out += ["", "## Operator actions", ""]
     out += ["| iteration | operator | agent | skills | changed | reason |"]
     out += ["| ---: | --- | --- | --- | --- | --- |"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from grse_graph.llm.tokens import CountsTokens
 from grse_graph.methods.base import (
@@ -18,6 +18,8 @@ from grse_graph.methods.base import (
     EvolutionSpec,
     MethodSettings,
     QuestionRollouts,
+    ReportInputs,
+    iteration_rows,
 )
 from grse_graph.methods.grse.advantages import DEFAULT_EPS, group_advantages, keep_group
 from grse_graph.methods.grse.aggregate import (
@@ -197,34 +199,34 @@ class GrseMethod(BaseCreditMethod[GrseSettings, CritiqueRecord]):
             f"output_contrast={s.output_contrast}, tool_error_rule={s.tool_error_rule}"
         )
 
-    def report_lines(
-        self, records: Sequence[CreditRecord], states: Sequence[BaseModel] = ()
-    ) -> list[str]:
-        critiques = _critiques(records)
-        out = [
-            "## Critic",
-            "",
-            "| iteration | groups | kept | critic failed | accepted | repaired | dropped "
-            "| hypotheses | payload chars | naive chars | payload tokens |",
-            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        ]
-        for t in sorted({c.iteration for c in critiques}):
-            rows = [c for c in critiques if c.iteration == t]
-            counts = DiagnosisCounts()
-            payload = naive = tokens = 0
-            for c in rows:
-                if c.result is not None:
-                    counts = counts + c.result.counts
-                    payload += c.result.payload_chars
-                    naive += c.result.naive_payload_chars
-                    tokens += c.result.payload_tokens or 0
-            out.append(
-                f"| {t} | {len(rows)} | {sum(c.kept for c in rows)} | "
-                f"{sum(c.error is not None for c in rows)} | {counts.accepted} | "
-                f"{counts.repaired} | {counts.dropped} | {counts.hypothesis} | {payload} | "
-                f"{naive} | {tokens or '-'} |"
-            )
-        return out
+    def report_lines(self, inputs: ReportInputs) -> list[str]:
+        return [*_CRITIC_HEADING, *iteration_rows(_critiques(inputs.records), _critic_row)]
+
+
+_CRITIC_HEADING = (
+    "## Critic",
+    "",
+    "| iteration | groups | kept | critic failed | accepted | repaired | dropped "
+    "| hypotheses | payload chars | naive chars | payload tokens |",
+    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+)
+
+
+def _critic_row(iteration: int, rows: list[CritiqueRecord]) -> str:
+    counts = DiagnosisCounts()
+    payload = naive = tokens = 0
+    for c in rows:
+        if c.result is not None:
+            counts = counts + c.result.counts
+            payload += c.result.payload_chars
+            naive += c.result.naive_payload_chars
+            tokens += c.result.payload_tokens or 0
+    return (
+        f"| {iteration} | {len(rows)} | {sum(c.kept for c in rows)} | "
+        f"{sum(c.error is not None for c in rows)} | {counts.accepted} | "
+        f"{counts.repaired} | {counts.dropped} | {counts.hypothesis} | {payload} | "
+        f"{naive} | {tokens or '-'} |"
+    )
 
 
 def _critiques(records: Sequence[CreditRecord]) -> list[CritiqueRecord]:

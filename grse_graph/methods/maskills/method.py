@@ -14,8 +14,6 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import ClassVar
 
-from pydantic import BaseModel
-
 from grse_graph.methods.base import (
     BaseCreditMethod,
     CreditInputs,
@@ -23,7 +21,9 @@ from grse_graph.methods.base import (
     CreditUnit,
     EvolutionSpec,
     MethodSettings,
+    ReportInputs,
     UtilityRule,
+    iteration_rows,
 )
 from grse_graph.methods.maskills.aggregate import aggregate
 from grse_graph.methods.maskills.critic import TrajectoryCritic
@@ -110,37 +110,39 @@ class MaskillsMethod(BaseCreditMethod[MaskillsSettings, MaskillsRecord]):
             f"{s.hard_case_threshold}"
         )
 
-    def report_lines(
-        self, records: Sequence[CreditRecord], states: Sequence[BaseModel] = ()
-    ) -> list[str]:
-        rows = _records(records)
-        out = [
-            "## MASkills credit",
-            "",
-            "One critic call per trajectory; every skill in the trajectory's skill trace is "
-            "credited (exposure-based credit).",
-            "",
-            "| iteration | trajectories | critic failed | credits | helped | redundant "
-            "| harmful | neutral | uncredited pairs | dropped | new skill asked | hard cases "
-            "| payload chars |",
-            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-            "| ---: |",
-        ]
-        for t in sorted({r.iteration for r in rows}):
-            mine = [r for r in rows if r.iteration == t]
-            results = [r.result for r in mine if r.result is not None]
-            verdicts = Counter(c.verdict for res in results for c in res.credits)
-            asked = sum(x.needs_new_skill for res in results for x in res.residuals)
-            hard = sum(r.reward <= self.settings.hard_case_threshold for r in mine)
-            out.append(
-                f"| {t} | {len(mine)} | {sum(r.error is not None for r in mine)} | "
-                f"{sum(len(res.credits) for res in results)} | {verdicts['helped']} | "
-                f"{verdicts['redundant']} | {verdicts['harmful']} | {verdicts['neutral']} | "
-                f"{sum(len(res.uncredited) for res in results)} | "
-                f"{sum(res.dropped_credits for res in results)} | {asked} | {hard} | "
-                f"{sum(res.payload_chars for res in results)} |"
-            )
-        return out
+    def report_lines(self, inputs: ReportInputs) -> list[str]:
+        threshold = self.settings.hard_case_threshold
+        rows = iteration_rows(_records(inputs.records), lambda t, mine: _row(t, mine, threshold))
+        return [*_HEADING, *rows]
+
+
+_HEADING = (
+    "## MASkills credit",
+    "",
+    "One critic call per trajectory; every skill in the trajectory's skill trace is "
+    "credited (exposure-based credit).",
+    "",
+    "| iteration | trajectories | critic failed | credits | helped | redundant "
+    "| harmful | neutral | uncredited pairs | dropped | new skill asked | hard cases "
+    "| payload chars |",
+    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+)
+
+
+def _row(iteration: int, mine: list[MaskillsRecord], hard_case_threshold: float) -> str:
+    """One iteration's row; hard cases are trajectories at or below the threshold."""
+    results = [r.result for r in mine if r.result is not None]
+    verdicts = Counter(c.verdict for res in results for c in res.credits)
+    asked = sum(x.needs_new_skill for res in results for x in res.residuals)
+    hard = sum(r.reward <= hard_case_threshold for r in mine)
+    return (
+        f"| {iteration} | {len(mine)} | {sum(r.error is not None for r in mine)} | "
+        f"{sum(len(res.credits) for res in results)} | {verdicts['helped']} | "
+        f"{verdicts['redundant']} | {verdicts['harmful']} | {verdicts['neutral']} | "
+        f"{sum(len(res.uncredited) for res in results)} | "
+        f"{sum(res.dropped_credits for res in results)} | {asked} | {hard} | "
+        f"{sum(res.payload_chars for res in results)} |"
+    )
 
 
 def _records(records: Sequence[CreditRecord]) -> list[MaskillsRecord]:

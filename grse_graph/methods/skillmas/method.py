@@ -13,7 +13,6 @@ take effect at once and the best round is picked after the fact, as in the paper
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import ClassVar
 
 from pydantic import BaseModel
@@ -25,6 +24,7 @@ from grse_graph.methods.base import (
     CreditRecord,
     CreditUnit,
     MethodSettings,
+    ReportInputs,
 )
 from grse_graph.methods.plan import AggregationResult
 from grse_graph.methods.rounds import (
@@ -173,11 +173,9 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
             f"executor credit {s.executor_credit}, drop {s.drop_policy}, analyst {s.analyst}"
         )
 
-    def report_lines(
-        self, records: Sequence[CreditRecord], states: Sequence[BaseModel] = ()
-    ) -> list[str]:
+    def report_lines(self, inputs: ReportInputs) -> list[str]:
         return report_lines(
-            [r for r in records if isinstance(r, SkillmasRecord)],
-            [s for s in states if isinstance(s, SkillmasState)],
+            [r for r in inputs.records if isinstance(r, SkillmasRecord)],
+            [s for s in inputs.states if isinstance(s, SkillmasState)],
             self.settings.checkpoint,
         )
