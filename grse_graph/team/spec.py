@@ -202,31 +202,27 @@ def default_team(
     }
     kind = task.kind
     main: QuestionKind = "conversation" if kind == "conversation" else "passages"
-    by_kind_first: dict[QuestionKind, str] = roles_first if kind == "mixed" else {}
-    by_kind_second: dict[QuestionKind, str] = roles_second if kind == "mixed" else {}
-    first = AgentSpec(
-        name=FIRST_AGENT,
-        role=roles_first[main],
-        role_by_kind=by_kind_first,
-        library=libraries.get(FIRST_AGENT, SkillLibrary.empty(FIRST_AGENT)),
-        skill_mode=skill_mode,
+
+    def agent(name: str, roles: dict[QuestionKind, str], **behaviour: Any) -> AgentSpec:
+        return AgentSpec(
+            name=name,
+            role=roles[main],
+            role_by_kind=roles if kind == "mixed" else {},
+            library=libraries.get(name, SkillLibrary.empty(name)),
+            skill_mode=skill_mode,
+            prompt_layout=prompt_layout,
+            **behaviour,
+        )
+
+    first = agent(
+        FIRST_AGENT,
+        roles_first,
         max_tool_calls=RETRIEVER_TOOL_CALLS,
         force_first_tool=kind != "passages",
-        prompt_layout=prompt_layout,
     )
-    second = AgentSpec(
-        name=SECOND_AGENT,
-        role=roles_second[main],
-        role_by_kind=by_kind_second,
-        library=libraries.get(SECOND_AGENT, SkillLibrary.empty(SECOND_AGENT)),
-        skill_mode=skill_mode,
-        tools=(),
-        max_tool_calls=0,
-        # The reasoner answers from the retriever's hand-off only, not from raw search results
-        # (protocol issue 9 item 6).
-        sees_tool_results=False,
-        prompt_layout=prompt_layout,
-    )
+    # The reasoner answers from the retriever's hand-off only, not from raw search results
+    # (protocol issue 9 item 6).
+    second = agent(SECOND_AGENT, roles_second, tools=(), max_tool_calls=0, sees_tool_results=False)
     if topology not in TOPOLOGIES:
         raise ConfigError(
             f"unknown team topology {topology!r} (known: {', '.join(sorted(TOPOLOGIES))})"
