@@ -153,16 +153,33 @@ def _multihop_questions(raw: Any, where: str) -> dict[str, list[TaskQuestion]]:
             raise TaskError(f"{item_where}: unknown passage titles {missing}")
         qtype = _str(item, "type", item_where)
         by_split[_split_of(item, item_where)].append(
-            TaskQuestion(
-                id=_str(item, "id", item_where),
-                question=_str(item, "question", item_where),
-                answer=_str(item, "answer", item_where),
-                category=f"multi-hop:{qtype}",
+            _question(
+                item,
+                item_where,
+                f"multi-hop:{qtype}",
+                {"metric": "hotpotqa", "supporting_titles": supporting},
                 passages=[pool[t] for t in titles],
-                context={"metric": "hotpotqa", "supporting_titles": supporting},
             )
         )
     return by_split
+
+
+def _question(
+    item: Mapping[str, Any],
+    where: str,
+    category: str,
+    context: dict[str, Any],
+    passages: list[Passage] | None = None,
+) -> TaskQuestion:
+    """A demo question: its id, question and answer read from `item`, the rest as given."""
+    return TaskQuestion(
+        id=_str(item, "id", where),
+        question=_str(item, "question", where),
+        answer=_str(item, "answer", where),
+        category=category,
+        passages=passages or [],
+        context=context,
+    )
 
 
 def _memory_questions(raw: Any, where: str) -> tuple[Conversation, dict[str, list[TaskQuestion]]]:
@@ -177,12 +194,11 @@ def _memory_questions(raw: Any, where: str) -> tuple[Conversation, dict[str, lis
         if category not in LOCOMO_CATEGORY_NAMES:
             raise TaskError(f"{item_where}: category must be 1-4, got {category!r}")
         by_split[_split_of(item, item_where)].append(
-            TaskQuestion(
-                id=_str(item, "id", item_where),
-                question=_str(item, "question", item_where),
-                answer=_str(item, "answer", item_where),
-                category=f"memory:{LOCOMO_CATEGORY_NAMES[category]}",
-                context={
+            _question(
+                item,
+                item_where,
+                f"memory:{LOCOMO_CATEGORY_NAMES[category]}",
+                {
                     "metric": "locomo",
                     "conversation_id": cid,
                     "speakers": [conversation.speaker_a, conversation.speaker_b],
