@@ -372,6 +372,11 @@ class BaseCreditMethod(Generic[S, R]):
         return [*_CREDIT_HEADING, *iteration_rows(inputs.records, _credit_row)]
 
 
+def records_of(records: Sequence[CreditRecord], kind: type[R]) -> list[R]:
+    """The records of type `kind` (a method's own among a run's records)."""
+    return [r for r in records if isinstance(r, kind)]
+
+
 def iteration_rows(records: Sequence[R], row: Callable[[int, list[R]], str]) -> list[str]:
     """One table row per iteration of `records`, in order: `row(iteration, its records)`."""
     iterations = sorted({r.iteration for r in records})

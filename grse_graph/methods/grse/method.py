@@ -20,6 +20,7 @@ from grse_graph.methods.base import (
     QuestionRollouts,
     ReportInputs,
     iteration_rows,
+    records_of,
 )
 from grse_graph.methods.grse.advantages import DEFAULT_EPS, group_advantages, keep_group
 from grse_graph.methods.grse.aggregate import (
@@ -178,7 +179,7 @@ class GrseMethod(BaseCreditMethod[GrseSettings, CritiqueRecord]):
         )
 
     async def plan(self, inputs: UpdateInputs) -> AggregationResult:
-        critiques = _critiques(inputs.records)
+        critiques = records_of(inputs.records, CritiqueRecord)
         return await aggregate(
             [r.result for r in critiques if r.result is not None],
             inputs.libraries,
@@ -200,7 +201,8 @@ class GrseMethod(BaseCreditMethod[GrseSettings, CritiqueRecord]):
         )
 
     def report_lines(self, inputs: ReportInputs) -> list[str]:
-        return [*_CRITIC_HEADING, *iteration_rows(_critiques(inputs.records), _critic_row)]
+        critiques = records_of(inputs.records, CritiqueRecord)
+        return [*_CRITIC_HEADING, *iteration_rows(critiques, _critic_row)]
 
 
 _CRITIC_HEADING = (
@@ -227,7 +229,3 @@ def _critic_row(iteration: int, rows: list[CritiqueRecord]) -> str:
         f"{counts.repaired} | {counts.dropped} | {counts.hypothesis} | {payload} | "
         f"{naive} | {tokens or '-'} |"
     )
-
-
-def _critiques(records: Sequence[CreditRecord]) -> list[CritiqueRecord]:
-    return [r for r in records if isinstance(r, CritiqueRecord)]

@@ -24,6 +24,7 @@ from grse_graph.methods.base import (
     ReportInputs,
     UtilityRule,
     iteration_rows,
+    records_of,
 )
 from grse_graph.methods.maskills.aggregate import aggregate
 from grse_graph.methods.maskills.critic import TrajectoryCritic
@@ -84,9 +85,8 @@ class MaskillsMethod(BaseCreditMethod[MaskillsSettings, MaskillsRecord]):
         return MaskillsRecord(**self.base_fields(unit, inputs), trace=trace, error=error)
 
     async def plan(self, inputs: UpdateInputs) -> AggregationResult:
-        return await aggregate(
-            _records(inputs.records), inputs.libraries, inputs.provider, self.settings
-        )
+        records = records_of(inputs.records, MaskillsRecord)
+        return await aggregate(records, inputs.libraries, inputs.provider, self.settings)
 
     def utility_rule(self) -> UtilityRule:
         return MovingAverageUtilities(keep=self.settings.utility_keep)
@@ -112,7 +112,8 @@ class MaskillsMethod(BaseCreditMethod[MaskillsSettings, MaskillsRecord]):
 
     def report_lines(self, inputs: ReportInputs) -> list[str]:
         threshold = self.settings.hard_case_threshold
-        rows = iteration_rows(_records(inputs.records), lambda t, mine: _row(t, mine, threshold))
+        records = records_of(inputs.records, MaskillsRecord)
+        rows = iteration_rows(records, lambda t, of_t: _row(t, of_t, threshold))
         return [*_HEADING, *rows]
 
 
@@ -143,7 +144,3 @@ def _row(iteration: int, mine: list[MaskillsRecord], hard_case_threshold: float)
         f"{sum(res.dropped_credits for res in results)} | {asked} | {hard} | "
         f"{sum(res.payload_chars for res in results)} |"
     )
-
-
-def _records(records: Sequence[CreditRecord]) -> list[MaskillsRecord]:
-    return [r for r in records if isinstance(r, MaskillsRecord)]

@@ -25,6 +25,7 @@ from grse_graph.methods.base import (
     CreditUnit,
     MethodSettings,
     ReportInputs,
+    records_of,
 )
 from grse_graph.methods.plan import AggregationResult
 from grse_graph.methods.rounds import (
@@ -144,7 +145,7 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
     async def plan(self, inputs: UpdateInputs) -> AggregationResult:
         """The round's used-skill counts per agent (invocation bookkeeping)."""
         records = inputs.records
-        traces = [r.trace for r in records if isinstance(r, SkillmasRecord) and r.trace]
+        traces = [r.trace for r in records_of(records, SkillmasRecord) if r.trace]
         return used_skill_counts(traces, [r.question_id for r in records])
 
     async def update(self, inputs: UpdateInputs) -> RoundUpdate:
@@ -175,7 +176,7 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
 
     def report_lines(self, inputs: ReportInputs) -> list[str]:
         return report_lines(
-            [r for r in inputs.records if isinstance(r, SkillmasRecord)],
+            records_of(inputs.records, SkillmasRecord),
             [s for s in inputs.states if isinstance(s, SkillmasState)],
             self.settings.checkpoint,
         )
