@@ -194,11 +194,8 @@ class GrseMethod(BaseCreditMethod[GrseSettings, CritiqueRecord]):
 
     def summary(self) -> str:
         s = self.settings
-        return (
-            f"group size G={s.group_size}, structured={s.structured}, "
-            f"dapo_filter={s.dapo_filter}, with_labels={s.with_labels}, "
-            f"output_contrast={s.output_contrast}, tool_error_rule={s.tool_error_rule}"
-        )
+        flags = ("structured", "dapo_filter", "with_labels", "output_contrast", "tool_error_rule")
+        return f"group size G={s.group_size}, " + ", ".join(f"{k}={getattr(s, k)}" for k in flags)
 
     def report_lines(self, inputs: ReportInputs) -> list[str]:
         critiques = records_of(inputs.records, CritiqueRecord)
