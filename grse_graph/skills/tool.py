@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,6 +65,20 @@ class LoadSkillArgs(BaseModel):
     name: str = Field(description="The exact name of the skill to load, as listed in the index.")
 
 
+def library_tool(
+    read: Callable[..., str], name: str, description: str, args_schema: type[BaseModel]
+) -> BaseTool:
+    """A tool that reads a skill library in memory: `read` answers both the sync and the async
+    call (in the caller's task, not a worker thread: there is no I/O to wait for)."""
+
+    async def aread(**arguments: Any) -> str:
+        return read(**arguments)
+
+    return StructuredTool.from_function(
+        func=read, coroutine=aread, name=name, description=description, args_schema=args_schema
+    )
+
+
 def make_skill_tool(library: SkillLibrary, recorder: SkillUseRecorder) -> BaseTool:
     """The `load_skill` tool for one agent's library.
 
@@ -81,16 +97,7 @@ def make_skill_tool(library: SkillLibrary, recorder: SkillUseRecorder) -> BaseTo
         recorder.record(library.agent, requested, found=False)
         return f"Unknown skill {requested!r}. Available skills: {available}."
 
-    async def aload_skill(name: str) -> str:
-        return load_skill(name)
-
-    return StructuredTool.from_function(
-        func=load_skill,
-        coroutine=aload_skill,
-        name=SKILL_TOOL_NAME,
-        description=(
-            "Load the full instructions of one of your skills by name. "
-            f"Available skills: {available}."
-        ),
-        args_schema=LoadSkillArgs,
+    description = (
+        f"Load the full instructions of one of your skills by name. Available skills: {available}."
     )
+    return library_tool(load_skill, SKILL_TOOL_NAME, description, LoadSkillArgs)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import get_args
 
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
 from grse_graph.errors import ConfigError
@@ -29,6 +29,7 @@ from grse_graph.skills import (
     render_index,
     render_inline,
 )
+from grse_graph.skills.tool import library_tool
 
 from .kinds import SkillMode
 
@@ -107,16 +108,8 @@ def make_path_tool(library: SkillLibrary, recorder: SkillUseRecorder) -> BaseToo
     def read_file(file_path: str) -> str:
         return read_skill_file(library, file_path, recorder)
 
-    async def aread_file(file_path: str) -> str:
-        return read_file(file_path)
-
-    return StructuredTool.from_function(
-        func=read_file,
-        coroutine=aread_file,
-        name=PATH_TOOL_NAME,
-        description="Read a file of one of your skills by its path (listed in your instructions).",
-        args_schema=ReadFileArgs,
-    )
+    description = "Read a file of one of your skills by its path (listed in your instructions)."
+    return library_tool(read_file, PATH_TOOL_NAME, description, ReadFileArgs)
 
 
 def disclose(mode: SkillMode, role: str, library: SkillLibrary) -> SkillDisclosure:
