@@ -8,7 +8,26 @@ from types import TracebackType
 from typing import Self
 
 
-class Started(ABC):
+class Closing(ABC):
+    """A resource `with` closes on exit, whatever happened inside."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the resource."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Started(Closing):
     """A resource `with` starts on entry and stops on exit."""
 
     @abstractmethod
@@ -22,10 +41,5 @@ class Started(ABC):
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
         self.stop()

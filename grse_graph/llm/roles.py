@@ -7,7 +7,6 @@ import logging
 import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from types import TracebackType
 from typing import Any
 
 import httpx
@@ -25,6 +24,7 @@ from grse_graph.errors import ConfigError, EngineError
 from grse_graph.llm.accounting import UsageLedger
 from grse_graph.llm.config import LLMConfig, RoleSettings, StructuredMethod
 from grse_graph.llm.engine import choose_engine
+from grse_graph.llm.lifecycle import Closing
 from grse_graph.llm.provider import ROLES, RoleName, SamplingSettings
 from grse_graph.llm.slot_routing import AsyncSlotRoutingTransport, SlotRouter, SlotRoutingTransport
 from grse_graph.llm.structured import (
@@ -202,7 +202,7 @@ class RoleChatOpenAI(ChatOpenAI):
         return super().bind_tools(tools, tool_choice=tool_choice, **kwargs)
 
 
-class ModelRoles:
+class ModelRoles(Closing):
     """`ChatModelProvider` backed by OpenAI-compatible endpoints (vLLM, llama.cpp, hosted APIs).
 
     Roles whose ``base_url`` is None use ``engine_url``: the running `LocalEngine`'s base URL,
@@ -437,14 +437,3 @@ class ModelRoles:
         for counter in self._token_counters.values():
             counter.close()
         self._token_counters.clear()
-
-    def __enter__(self) -> ModelRoles:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
