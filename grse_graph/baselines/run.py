@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from rich.console import Console
+from typing import Unpack
 
 from grse_graph.evaluation import EvalSummary, run_evaluation
+from grse_graph.evaluation.runner import EvaluationOptions
 from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
 from grse_graph.tasks.base import Task
 
@@ -20,25 +20,12 @@ async def run_baseline(
     provider: ChatModelProvider,
     out_dir: Path,
     *,
-    limit: int | None = None,
-    concurrency: int = 1,
     sampling: SamplingSettings | None = None,
-    progress: bool = True,
-    data: str | None = None,
-    console: Console | None = None,
+    **options: Unpack[EvaluationOptions],
 ) -> EvalSummary:
-    """Run a baseline over a split, writing the same files as `run_evaluation` (resumable)."""
+    """Run a baseline over a split, writing the same files as `run_evaluation` (resumable);
+    `options` as for `run_evaluation`."""
     baseline = make_baseline(method, task, provider, sampling)
     return await run_evaluation(
-        task,
-        split,
-        baseline,
-        provider,
-        out_dir,
-        limit=limit,
-        concurrency=concurrency,
-        sampling=baseline.sampling,
-        progress=progress,
-        data=data,
-        console=console,
+        task, split, baseline, provider, out_dir, sampling=baseline.sampling, **options
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import TypedDict
 
 import langsmith
 from langsmith.utils import tracing_is_enabled
@@ -98,6 +99,19 @@ def failures_bar(console: Console, *, disable: bool = False) -> Progress:
         console=console,
         disable=disable,
     )
+
+
+class EvaluationOptions(TypedDict, total=False):
+    """The keyword options of `run_evaluation` that a caller may pass through (a baseline's
+    run sets the sampling itself)."""
+
+    limit: int | None
+    concurrency: int
+    progress: bool
+    retry_failed: bool
+    data: str | None
+    model: str | None
+    console: Console | None
 
 
 async def run_evaluation(
