@@ -9,6 +9,7 @@ delegated call is recorded as a step of that sub-agent before the main agent's o
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -205,51 +206,39 @@ async def run_recorded_turn(
     return step.model_copy(update={"skills_invoked": recorder.skills_used()})
 
 
+@dataclass(frozen=True)
 class AgentNodes:
     """The node factory of one team graph: every agent turn calls the provider's "actor" role
-    with the team graph's sampling and generation cap."""
+    with the team graph's sampling and generation cap (`max_tokens`)."""
 
-    def __init__(
-        self,
-        spec: TeamSpec,
-        task: Task,
-        provider: ChatModelProvider,
-        sampling: SamplingSettings,
-        max_tokens: int | None,
-    ) -> None:
-        self.spec = spec
-        self._task = task
-        self._provider = provider
-        self._sampling = sampling
-        self._max_tokens = max_tokens
-        opening = spec.opening_turn()
-        self._opening_agent = opening.agent if opening is not None else None
-
-    @property
-    def task(self) -> Task:
-        """The task the team runs on."""
-        return self._task
+    spec: TeamSpec
+    task: Task
+    provider: ChatModelProvider
+    sampling: SamplingSettings
+    max_tokens: int | None
 
     @property
     def greedy(self) -> bool:
         """Whether the graph decodes greedily (only then may a recorded step be replayed)."""
-        return self._sampling.temperature == 0.0
+        return self.sampling.temperature == 0.0
 
     def actor_model(self) -> BaseChatModel:
         """The model every agent turn of this graph calls."""
-        return self._provider.chat("actor", sampling=self._sampling, max_tokens=self._max_tokens)
+        return self.provider.chat("actor", sampling=self.sampling, max_tokens=self.max_tokens)
 
     def __call__(
         self, agent: AgentSpec, position: int, *, final: bool, delegation: Delegation | None = None
     ) -> AgentNode:
-        spec, task = self.spec, self._task
+        spec, task = self.spec, self.task
         first = spec.agents[0]
+        opening_turn = spec.opening_turn()
+        opens = opening_turn is not None and agent.name == opening_turn.agent
 
         async def node(state: TeamState, config: RunnableConfig) -> dict[str, Any]:
             question = state.question
             kind = state.kind or question_kind(task, question, first)
             model = self.actor_model()
-            fresh = not state.steps and agent.name == self._opening_agent
+            fresh = opens and not state.steps
             opening = state.opening if fresh else None
             if delegation is None:
                 turn, recorder = agent_turn_input(
