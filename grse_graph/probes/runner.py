@@ -16,6 +16,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -122,33 +123,23 @@ def _invocations(team: TeamSpec, runs: Sequence[ProbeRun], ref: SkillRef) -> int
     )
 
 
+@dataclass(frozen=True)
 class SkillProber:
     """Makes one probe of a team's libraries on a task's questions (see the module docstring).
 
     `max_tokens` caps each agent turn (None: the actor role's cap); `concurrency` bounds the
-    runs in flight; `on_run` sees every finished run, for progress displays.
+    runs in flight (at least one); `on_run` sees every finished run, for progress displays.
     """
 
-    def __init__(
-        self,
-        task: Task,
-        team: TeamSpec,
-        provider: ChatModelProvider,
-        settings: ProbeSettings,
-        *,
-        store: ProbeStore | None = None,
-        concurrency: int = 1,
-        max_tokens: int | None = None,
-        on_run: RunCallback | None = None,
-    ) -> None:
-        self.task = task
-        self.team = team
-        self.provider = provider
-        self.settings = settings
-        self.store = store
-        self.concurrency = max(1, concurrency)
-        self.max_tokens = max_tokens
-        self.on_run = on_run
+    task: Task
+    team: TeamSpec
+    provider: ChatModelProvider
+    settings: ProbeSettings
+    _: KW_ONLY
+    store: ProbeStore | None = None
+    concurrency: int = 1
+    max_tokens: int | None = None
+    on_run: RunCallback | None = None
 
     def plan(self, questions: Sequence[TaskQuestion]) -> ProbePlan:
         """The runs this probe would make (ProbeError when it cannot)."""
@@ -161,7 +152,7 @@ class SkillProber:
         by_id = {q.id: q for q in questions}
         libraries = self.team.libraries()
         fingerprint = libraries_hash(libraries)
-        semaphore = asyncio.Semaphore(self.concurrency)
+        semaphore = asyncio.Semaphore(max(1, self.concurrency))
         resumed = 0
 
         async def one(request: ProbeRequest, replay: Rollout | None) -> ProbeRun:
