@@ -160,16 +160,9 @@ class TeamOutput(TypedDict):
     trace_id: str | None
 
 
-class TeamStudioState(TypedDict, total=False):
-    """Input and output together (JSON values only)."""
-
-    messages: Annotated[list[AnyMessage], add_messages]
-    question_id: str
-    answer: str
-    steps: list[dict[str, Any]]
-    reward: float
-    metrics: dict[str, float]
-    trace_id: str | None
+class TeamStudioState(TeamOutput, total=False):
+    """Input and output together (JSON values only): the input's keys are among the output's.
+    The graph starts from the input alone, so the node reads the state with `get`."""
 
 
 def _text(message: Any) -> str:
@@ -286,15 +279,8 @@ class TrainingOutput(TypedDict):
     report: str
 
 
-class TrainingStudioState(TypedDict, total=False):
+class TrainingStudioState(TrainingInput, TrainingOutput, total=False):
     """Input and output together (JSON values only)."""
-
-    iterations: int
-    run_dir: str
-    iterations_done: int
-    gates: list[dict[str, Any]]
-    final_skills: dict[str, list[str]]
-    report: str
 
 
 def train_config(context: Mapping[str, Any], state: Mapping[str, Any]) -> TrainConfig:
