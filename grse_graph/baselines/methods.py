@@ -6,7 +6,7 @@ for a baseline as for the team. Every model call is one user message without a s
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -113,34 +113,33 @@ class Baseline:
         )
 
 
-class IOBaseline(Baseline):
+class _OneCallBaseline(Baseline):
+    """One call: the input with the method's `instruction`, the answer read from the reply."""
+
+    instruction: ClassVar[str]
+
+    async def _respond(self, question: TaskQuestion, trace: _Trace) -> str:
+        text = await trace.call(
+            self.provider,
+            self.method,
+            prompts.single_input(trace.shared_input, self.instruction),
+            sampling=self.sampling,
+        )
+        return extract_answer(text)
+
+
+class IOBaseline(_OneCallBaseline):
     """Direct prompting: the input, then the short answer."""
 
     method: BaselineName = "io"
-
-    async def _respond(self, question: TaskQuestion, trace: _Trace) -> str:
-        text = await trace.call(
-            self.provider,
-            self.method,
-            prompts.single_input(trace.shared_input, prompts.IO_INSTRUCTION),
-            sampling=self.sampling,
-        )
-        return extract_answer(text)
+    instruction = prompts.IO_INSTRUCTION
 
 
-class CoTBaseline(Baseline):
+class CoTBaseline(_OneCallBaseline):
     """Chain of thought: reason step by step, then the `Answer:` line."""
 
     method: BaselineName = "cot"
-
-    async def _respond(self, question: TaskQuestion, trace: _Trace) -> str:
-        text = await trace.call(
-            self.provider,
-            self.method,
-            prompts.single_input(trace.shared_input, prompts.COT_INSTRUCTION),
-            sampling=self.sampling,
-        )
-        return extract_answer(text)
+    instruction = prompts.COT_INSTRUCTION
 
 
 class CoTSCBaseline(Baseline):
