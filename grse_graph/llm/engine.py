@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, TypeVar
 
 import httpx
 
@@ -53,6 +53,7 @@ from grse_graph.llm.lifecycle import Started
 from grse_graph.llm.models import resolve_model
 
 ConcreteEngine = Literal["llama-server", "llama-cpp-python"]
+V = TypeVar("V")
 
 _LOG_TAIL_LINES = 8
 _SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
@@ -261,6 +262,13 @@ def _progress_to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def _started(value: V | None) -> V:
+    """What `start` set (EngineError while the engine is not started)."""
+    if value is None:
+        raise EngineError("the local engine is not started")
+    return value
+
+
 class LocalEngine(Started):
     """Start and stop the embedded engine; a context manager (or `start` / `stop`).
 
@@ -296,44 +304,32 @@ class LocalEngine(Started):
     @property
     def base_url(self) -> str:
         """OpenAI-compatible base URL of the running engine."""
-        if self._port is None:
-            raise EngineError("the local engine is not started")
-        return f"http://{self.settings.host}:{self._port}/v1"
+        return f"http://{self.settings.host}:{_started(self._port)}/v1"
 
     @property
     def port(self) -> int:
         """The port the engine listens on."""
-        if self._port is None:
-            raise EngineError("the local engine is not started")
-        return self._port
+        return _started(self._port)
 
     @property
     def engine_name(self) -> ConcreteEngine:
         """``llama-server`` or ``llama-cpp-python``."""
-        if self._choice is None:
-            raise EngineError("the local engine is not started")
-        return self._choice.name
+        return _started(self._choice).name
 
     @property
     def model_path(self) -> Path:
         """The GGUF file being served."""
-        if self._model_path is None:
-            raise EngineError("the local engine is not started")
-        return self._model_path
+        return _started(self._model_path)
 
     @property
     def pid(self) -> int:
         """Process id of the engine."""
-        if self._process is None:
-            raise EngineError("the local engine is not started")
-        return self._process.pid
+        return _started(self._process).pid
 
     @property
     def log_path(self) -> Path:
         """The file the engine's stdout and stderr go to."""
-        if self._log_path is None:
-            raise EngineError("the local engine is not started")
-        return self._log_path
+        return _started(self._log_path)
 
     def start(self) -> LocalEngine:
         """Resolve the model, start the engine and wait until it answers."""
