@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 import grse_graph
 from grse_graph.errors import SkillError
@@ -23,6 +23,18 @@ MANIFEST_FILE = "manifest.json"
 PACK_FORMAT: Literal["grse-skill-pack"] = "grse-skill-pack"
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 _Name = Field(pattern=NAME_PATTERN.pattern, max_length=MAX_NAME_CHARS)
+_Entry = TypeVar("_Entry")
+
+
+def _listed_once(what: str, key: Callable[[_Entry], str]) -> AfterValidator:
+    """A list validator: no two entries share a key (the error names the smallest repeat)."""
+
+    def check(entries: list[_Entry]) -> list[_Entry]:
+        if (twice := first_repeat(key(entry) for entry in entries)) is not None:
+            raise ValueError(f"{what} {twice!r} is listed twice")
+        return entries
+
+    return AfterValidator(check)
 
 
 class PackSkillEntry(BaseModel):
@@ -44,15 +56,8 @@ class PackAgentEntry(BaseModel):
     agent: str = _Name
     limit: int | None = Field(default=None, ge=1, le=MAX_FOLDER_ENTRIES)
     library_hash: str = Field(pattern=SHA256_PATTERN)
-    skills: list[PackSkillEntry]
+    skills: Annotated[list[PackSkillEntry], _listed_once("skill", lambda entry: entry.name)]
     files: dict[str, str] = {}
-
-    @field_validator("skills")
-    @classmethod
-    def _unique_skills(cls, value: list[PackSkillEntry]) -> list[PackSkillEntry]:
-        if (twice := first_repeat(entry.name for entry in value)) is not None:
-            raise ValueError(f"skill {twice!r} is listed twice")
-        return value
 
     @field_validator("files")
     @classmethod
@@ -74,14 +79,7 @@ class PackManifest(BaseModel):
     format: Literal["grse-skill-pack"] = PACK_FORMAT
     format_version: Literal[1] = 1
     grse_graph_version: str = Field(max_length=64)
-    agents: list[PackAgentEntry]
-
-    @field_validator("agents")
-    @classmethod
-    def _unique_agents(cls, value: list[PackAgentEntry]) -> list[PackAgentEntry]:
-        if (twice := first_repeat(entry.agent for entry in value)) is not None:
-            raise ValueError(f"agent {twice!r} is listed twice")
-        return value
+    agents: Annotated[list[PackAgentEntry], _listed_once("agent", lambda entry: entry.agent)]
 
     @classmethod
     def describe(cls, libraries: Mapping[str, SkillLibrary]) -> PackManifest:
