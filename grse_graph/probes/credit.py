@@ -72,15 +72,12 @@ def apply_probe_credit(aggregation: AggregationResult, probe: ProbeResult) -> Ag
                         critic, effect.agent, effect.skill, probe, measured
                     ).model_copy(update={"utility": _clip(effect.effect)})
                     decided_by = "probe"
+        # The measurement enters the evidence as the probe reported it, field for field.
+        measurement = {"agent", "effect", "low", "high", "questions", "verdict"}
         evidence.append(
             ProbeEvidence(
-                agent=effect.agent,
+                **effect.model_dump(include=measurement),
                 skill_id=effect.skill,
-                effect=effect.effect,
-                low=effect.low,
-                high=effect.high,
-                questions=effect.questions,
-                verdict=effect.verdict,
                 critic_utility=critic.utility if critic is not None else None,
                 critic_verdict=critic.verdict if critic is not None else None,
                 contradicts=contradicts,
