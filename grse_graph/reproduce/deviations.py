@@ -48,18 +48,18 @@ def _train_lines(settings: PaperSettings, spec: RunSpec, config: TrainConfig) ->
     batch = settings.batch_size(spec.task, spec.category)
     if spec.task not in settings.table8.batch_size:
         lines.append(
-            f"{where}: {config.batch_size} questions per iteration (the paper has no "
+            f"{where}: {_questions(config.batch_size)} per iteration (the paper has no "
             f"{spec.task} task)"
         )
     elif batch is None:
         lines.append(
-            f"{where}: {config.batch_size} questions per iteration (paper value not in the text)"
+            f"{where}: {_questions(config.batch_size)} per iteration (paper value not in the text)"
         )
     elif config.batch_size != batch:
-        lines.append(f"{where}: {config.batch_size} questions per iteration (paper {batch})")
+        lines.append(f"{where}: {_questions(config.batch_size)} per iteration (paper {batch})")
     if config.validation_size is not None:
         lines.append(
-            f"{where}: validation on {config.validation_size} questions (paper: the whole "
+            f"{where}: validation on {_questions(config.validation_size)} (paper: the whole "
             "validation split)"
         )
     if config.delta != t8.delta:
@@ -69,6 +69,12 @@ def _train_lines(settings: PaperSettings, spec: RunSpec, config: TrainConfig) ->
     return lines
 
 
+def _questions(count: int, kind: str = "") -> str:
+    """`count` questions, singular for one ("1 test question", "4 questions")."""
+    noun = f"{kind} question" if kind else "question"
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def deviations(ctx: TableContext, runs: Sequence[RunSpec]) -> list[str]:
     """The header lines: sizes and seeds, the mode, and each deviation from the paper."""
     settings = ctx.settings
@@ -76,7 +82,7 @@ def deviations(ctx: TableContext, runs: Sequence[RunSpec]) -> list[str]:
     if ctx.smoke:
         smoke = settings.smoke
         lines.append(
-            f"SMOKE SIZE: {smoke.test_questions} test questions, {len(ctx.seeds)} seed(s), "
+            f"SMOKE SIZE: {_questions(smoke.test_questions, 'test')}, {len(ctx.seeds)} seed(s), "
             f"embedded model {smoke.engine_model} unless --config points the roles elsewhere; "
             "the numbers check the pipeline, not the paper"
         )
@@ -112,7 +118,7 @@ def deviations(ctx: TableContext, runs: Sequence[RunSpec]) -> list[str]:
             if paper_size is not None and tested is not None and tested != paper_size:
                 lines.append(
                     f"{spec.task}{'/' + spec.category if spec.category else ''}: "
-                    f"{tested} test questions (paper {paper_size})"
+                    f"{_questions(tested, 'test')} (paper {paper_size})"
                 )
         if spec.kind == "train":
             lines.extend(

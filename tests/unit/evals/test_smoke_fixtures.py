@@ -44,7 +44,7 @@ def test_the_fixtures_hold_just_the_smoke_size_per_split() -> None:
     for category in CATEGORIES:
         assert _sizes(_task("locomo", category)) == wanted, category
     mixed = _task("locomo")
-    assert _sizes(mixed) == {"train": 4, "validation": 4, "test": 8}
+    assert _sizes(mixed) == {"train": 4, "validation": 4, "test": 4}
     assert {q.category for q in mixed.split("test")} == set(CATEGORIES)
 
 
@@ -91,7 +91,7 @@ def test_a_table_on_fixtures_says_so_and_never_shares_a_run_with_the_benchmark(
     on_fixtures = capsys.readouterr().out
     assert "DATA: invented smoke fixtures" in on_fixtures
     assert "tasks on fixtures: hotpotqa;" in on_fixtures
-    assert "hotpotqa: 2 test questions (paper 500)" in on_fixtures
+    assert "hotpotqa: 1 test question (paper 500)" in on_fixtures
     data = ["--data-hotpotqa", str(FIXTURES / "hotpot_dev_distractor_smoke.json")]
     assert main("table1", [*args, *data]) == 0
     on_file = capsys.readouterr().out
