@@ -372,12 +372,16 @@ def print_planted(console: Console, outcomes: list[PlantedSkillOutcome], probe: 
         fate = o.fate + (f" (iteration {o.fate_iteration})" if o.fate_iteration else "")
         table.add_row(o.agent, o.skill, o.kind, u1, effect, o.decided_by or "-", fate)
     console.print(table)
-    repaired = sum(o.repaired for o in outcomes)
+    harmful = [o for o in outcomes if o.kind == "harmful"]
+    helpful = [o for o in outcomes if o.kind == "helpful"]
     signs = [o.sign_correct for o in outcomes if o.sign_correct is not None]
     gap = separation(outcomes)
+    # Counted per kind: a helpful skill that is simply kept is not a repair.
     console.print(
-        f"repaired {repaired} of {len(outcomes)} (harmful removed or rewritten, helpful kept); "
-        f"critic signs right {sum(signs)} of {len(outcomes)}; helpful-harmful u1 separation "
+        f"harmful removed or rewritten {sum(o.repaired for o in harmful)} of {len(harmful)}; "
+        f"helpful kept {sum(o.repaired for o in helpful)} of {len(helpful)}; "
+        f"critic signs right {sum(signs)} of {len(outcomes)} "
+        f"({len(outcomes) - len(signs)} without a credit); helpful-harmful u1 separation "
         + ("n/a" if gap is None else f"{gap:+.2f}"),
         highlight=False,
     )

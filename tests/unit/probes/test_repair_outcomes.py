@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from grse_graph.methods.gate import GateDecision
 from grse_graph.methods.operators.schema import OperatorName, OperatorRecord
@@ -18,6 +19,7 @@ from grse_graph.methods.plan import (
 )
 from grse_graph.probes import ProbeResult, SkillEffect
 from grse_graph.tasks.planted import PlantedKind, PlantedLibrary, PlantedSkill
+from grse_graph.training.demo import print_planted
 from grse_graph.training.records import AggregateRecord, GateRecord, OperatorLine, ProbeRecord
 from grse_graph.training.repair import PlantedSkillOutcome, planted_outcomes, separation
 from grse_graph.training.run_folder import RunFolder
@@ -284,3 +286,16 @@ def test_separation_is_helpful_mean_minus_harmful_mean() -> None:
 def test_separation_needs_a_credited_skill_of_each_kind() -> None:
     assert separation([made("helpful", 0.6), made("harmful", None)]) is None
     assert separation([made("harmful", -0.6)]) is None
+
+
+def test_the_demo_counts_repairs_per_kind() -> None:
+    outcomes = [
+        made("helpful", None, "kept"),
+        made("harmful", -0.3, "pruned"),
+        made("harmful", None, "kept"),
+    ]
+    console = Console(record=True, width=200)
+    print_planted(console, outcomes, probe=True)
+    text = console.export_text()
+    assert "harmful removed or rewritten 1 of 2; helpful kept 1 of 1;" in text
+    assert "critic signs right 1 of 3 (2 without a credit)" in text
