@@ -215,16 +215,30 @@ def print_usage(console: Console, usage: dict[str, Any]) -> None:
     for column in ("role", "calls", "prompt", "cached", "completion", "model time (s)"):
         table.add_column(column, justify="right" if column != "role" else "left")
     roles = usage.get("roles", {})
-    for name, r in [*sorted(roles.items()), ("total", usage.get("total", {}))]:
+    total = usage.get("total", {})
+    reported = total.get("cached_prompt_tokens", 0)
+    # The total's cached count falls back to the engine log's when no server reported one.
+    cached_total = usage.get("cached_prompt_tokens", reported)
+    for name, r in [*sorted(roles.items()), ("total", total)]:
+        cached = cached_total if name == "total" else r.get("cached_prompt_tokens", 0)
         table.add_row(
             name,
             str(r.get("calls", 0)),
             str(r.get("prompt_tokens", 0)),
-            str(r.get("cached_prompt_tokens", 0)),
+            str(cached),
             str(r.get("completion_tokens", 0)),
             f"{r.get('wall_time_s', 0.0):.1f}",
         )
     console.print(table)
+    engine = usage.get("engine")
+    if engine and not reported:
+        console.print(
+            "cached: the server reports no cached tokens per call (llama-cpp-python); the "
+            f"embedded engine's log counted {engine.get('reused_prompt_tokens', 0)} prompt "
+            f"tokens served from its prefix cache and {engine.get('evaluated_prompt_tokens', 0)} "
+            "computed",
+            highlight=False,
+        )
 
 
 def skipped_operators(run: RunFolder, iteration: int) -> list[str]:
