@@ -197,8 +197,10 @@ def _skill_cells(outcomes: list[Result], agent: str, skill: str) -> dict[str, Ce
     fates = ", ".join(
         o.fate + (f"@{o.fate_iteration}" if o.fate_iteration is not None else "") for o in mine
     )
-    signs = sum(o.sign_correct is True for o in mine)
-    return {"u1": u1_cell, "fate": Cell(text=f"{fates}; sign right {signs}/{len(mine)}")}
+    # A run without a credit for the skill has no sign to be right or wrong.
+    credited = [o.sign_correct for o in mine if o.sign_correct is not None]
+    signs = f"sign right {sum(credited)}/{len(credited)}" if credited else "no sign"
+    return {"u1": u1_cell, "fate": Cell(text=f"{fates}; {signs}")}
 
 
 def _summary_cells(outcomes: list[Result], paper: Any) -> dict[str, Cell]:

@@ -22,6 +22,8 @@ from grse_graph.reproduce.settings import load_settings
 from grse_graph.reproduce.table import render_markdown
 from grse_graph.reproduce.tables import t1_hotpotqa, t2_locomo
 from grse_graph.reproduce.tables.base import Result
+from grse_graph.reproduce.tables.t45_repair import _skill_cells
+from grse_graph.training.repair import PlantedSkillOutcome
 
 NO_DATA = ["--data-hotpotqa", "/nonexistent/h.json", "--data-locomo", "/nonexistent/l.json"]
 
@@ -191,3 +193,18 @@ def test_another_cap_or_model_makes_another_run(tmp_path: Path) -> None:
         }
     )
     assert not base & {s.run_id for s in TABLES["table1"].plan(capped)}
+
+
+def test_table5_counts_signs_only_over_the_runs_that_credited_the_skill() -> None:
+    def outcome(u1: float | None, fate: str) -> RunOutcome:
+        planted = PlantedSkillOutcome.model_validate(
+            {"agent": "reasoner", "skill": "s", "kind": "harmful", "u1": u1, "fate": fate}
+        )
+        return RunOutcome.model_validate(
+            {"run_id": f"r-{u1}", "kind": "train", "wall_s": 1.0, "planted": [planted]}
+        )
+
+    silent = _skill_cells([outcome(None, "kept")], "reasoner", "s")
+    assert silent["fate"].text == "kept; no sign"
+    mixed = _skill_cells([outcome(None, "kept"), outcome(-0.4, "pruned")], "reasoner", "s")
+    assert mixed["fate"].text == "kept, pruned; sign right 1/1"
