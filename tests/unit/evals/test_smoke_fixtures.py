@@ -63,7 +63,7 @@ def test_the_fixtures_are_in_the_official_formats() -> None:
         assert record["level"] == "hard" and len(record["context"]) == 10
         titles = {title for title, _ in record["context"]}
         assert {title for title, _ in record["supporting_facts"]} <= titles
-    locomo = json.loads((FIXTURES / "locomo10.json").read_text())
+    locomo = json.loads((FIXTURES / "locomo_smoke.json").read_text())
     assert [s["sample_id"] for s in locomo] == [f"smoke-conv-{i}" for i in range(1, 6)]
     for sample in locomo:
         assert set(sample) == {"sample_id", "qa", "conversation"}
@@ -80,7 +80,7 @@ def test_the_fixtures_are_what_their_build_script_writes(tmp_path: Path) -> None
     assert json.loads((FIXTURES / "hotpot_dev_distractor_smoke.json").read_text()) == (
         build.build_hotpot()
     )
-    assert json.loads((FIXTURES / "locomo10.json").read_text()) == build.build_locomo()
+    assert json.loads((FIXTURES / "locomo_smoke.json").read_text()) == build.build_locomo()
 
 
 def test_a_table_on_fixtures_says_so_and_never_shares_a_run_with_the_benchmark(
