@@ -740,7 +740,7 @@ def demo(
             model, critic_model=critic_model, optimizer_model=optimizer_model
         )
     )
-    console.print(demo_intro(config, planted is not None), highlight=False)
+    console.print(demo_intro(config, planted), highlight=False)
     with open_endpoints(llm, engine_log=run.path / "engine.log") as endpoints:
         for role in ("actor", "critic", "optimizer"):
             console.print(f"{role}: {llm.embedded_model(role)} at {endpoints.roles.base_url(role)}")
@@ -772,9 +772,9 @@ def register(app: typer.Typer) -> None:
     app.command("demo")(demo)
 
 
-def demo_intro(config: TrainConfig, planted: bool) -> str:
-    """What the demo is about to do, in one paragraph."""
-    if not planted:
+def demo_intro(config: TrainConfig, planted: PlantedLibrary | None) -> str:
+    """What the demo is about to do, in one paragraph (`planted` None: from empty libraries)."""
+    if planted is None:
         return (
             "grse demo --from-empty: GRSE learns skills for an empty team. The embedded 0.5B "
             "critic and optimizer rarely write a skill that helps; point [critic]/[optimizer] "
@@ -789,8 +789,8 @@ def demo_intro(config: TrainConfig, planted: bool) -> str:
         else "critic credit only (the paper's GRSE)"
     )
     return (
-        "grse demo: GRSE repairs a planted library: each agent starts with one helpful and two "
-        f"harmful skills (which is which is hidden from the critic and optimizer); {credit}."
+        f"grse demo: GRSE repairs a planted library: {planted.composition()} (which is which "
+        f"is hidden from the critic and optimizer); {credit}."
     )
 
 

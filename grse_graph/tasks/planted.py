@@ -33,6 +33,7 @@ Every problem is a `TaskError` with one line naming the file.
 
 from __future__ import annotations
 
+from collections import Counter
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -118,6 +119,20 @@ class PlantedLibrary(BaseModel):
             if entry.agent == agent and entry.skill == skill:
                 return entry.kind
         return None
+
+    def composition(self) -> str:
+        """Each agent's planted kinds in words, e.g. `retriever: 1 helpful, 1 harmful skills;
+        reasoner: ...` (agents in file order)."""
+        agents = list(dict.fromkeys(entry.agent for entry in self.skills))
+        parts = []
+        for agent in agents:
+            kinds = Counter(entry.kind for entry in self.skills if entry.agent == agent)
+            counts = ", ".join(
+                f"{kinds[kind]} {kind}" for kind in ("helpful", "harmful") if kinds[kind]
+            )
+            plural = "s" if sum(kinds.values()) > 1 else ""
+            parts.append(f"{agent}: {counts} skill{plural}")
+        return "; ".join(parts)
 
     def library_folders(self) -> dict[str, str]:
         """Each agent's library folder inside the pack (checked like `libraries`), as training

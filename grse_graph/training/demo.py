@@ -87,9 +87,12 @@ REPAIR_SETTINGS: dict[str, Any] = {
     # Repair edits what is there: refine and prune every iteration, no new skills (a 0.5B
     # optimizer writes none that help, GUIDE §5) and nothing to consolidate.
     "schedule": {"refine_every": 1, "induce_every": 0, "consolidate_every": 0, "prune_every": 1},
-    # Random masks: harmful skills that do the same damage (two ways to lose the answer)
-    # hide each other when masked one at a time; masks of about half the library do not.
-    "probe": {"design": "random_masks", "questions": 6, "budget": 30, "split": "train"},
+    # Leave-one-out: each effect is the direct with/without comparison the audit reports. The
+    # planted skills do different damage, so masking one at a time does not hide any of them;
+    # random masks measured interactions on this team instead (a skill that lowered the reward
+    # alone came out helping, beside the others). A bootstrap interval over questions clears 0
+    # only when about four probe questions move, hence 12 questions (5 runs each).
+    "probe": {"design": "leave_one_out", "questions": 12, "budget": 60, "split": "train"},
 }
 """What `repair_config` changes over `DEMO_SETTINGS`: the planted-library repair of the demo."""
 

@@ -30,6 +30,7 @@ def test_a_two_question_audit_of_the_planted_library_measures_every_skill(
     small_engine_url: str, tmp_path: Path
 ) -> None:
     planted = demo_planted()
+    budget = 2 * (len(planted.skills) + 1)  # leave-one-out on both questions
     out = tmp_path / "audit"
     result = CliRunner().invoke(
         build_app(),
@@ -43,7 +44,7 @@ def test_a_two_question_audit_of_the_planted_library_measures_every_skill(
             "--limit",
             "2",
             "--budget",
-            "14",
+            str(budget),
             "--out",
             str(out),
             "--json",
@@ -61,7 +62,7 @@ def test_a_two_question_audit_of_the_planted_library_measures_every_skill(
         if record["effect"] is not None:
             assert record["low"] <= record["effect"] <= record["high"]
     header = json.loads((out / AUDIT_FILE).read_text(encoding="utf-8"))["header"]
-    assert header["design"] == "leave_one_out" and header["runs"] == 14
+    assert header["design"] == "leave_one_out" and header["runs"] == budget
     # Masking a reasoner skill leaves the retriever's prompt as it was: its step is replayed.
     assert header["reused_steps"] > 0
     assert (out / REPORT_FILE).is_file()

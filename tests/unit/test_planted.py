@@ -60,6 +60,15 @@ def test_bundled_library_loads(planted: PlantedLibrary) -> None:
     assert planted.kind_of(FIRST_AGENT, "no-such-skill") is None
 
 
+def test_composition_counts_each_agents_kinds(planted: PlantedLibrary) -> None:
+    text = planted.composition()
+    for agent in (FIRST_AGENT, SECOND_AGENT):
+        kinds = Counter(e.kind for e in planted.skills if e.agent == agent)
+        assert f"{agent}: {kinds['helpful']} helpful, {kinds['harmful']} harmful skills" in text
+    one = planted.model_copy(update={"skills": planted.skills[:1]})
+    assert one.composition() == f"{planted.skills[0].agent}: 1 {planted.skills[0].kind} skill"
+
+
 def test_pack_validates_and_is_exactly_a_pack(planted: PlantedLibrary) -> None:
     assert validate_path(planted.pack_path()) == []
     assert (planted.pack_path() / "manifest.json").is_file()

@@ -63,7 +63,7 @@ def test_dry_run_prints_three_runs_with_their_configs(
     runs = run_lines(out)
     assert list(runs) == ["grse", "grse+probe", "maskills"]
     assert "method grse, probe off, task demo" in runs["grse"]
-    assert "method grse, probe on (random_masks" in runs["grse+probe"]
+    assert "method grse, probe on (leave_one_out" in runs["grse+probe"]
     assert "method maskills, probe off, task demo" in runs["maskills"]
     assert all("new: would train and test" in line for line in runs.values())
     assert f"{tmp_path / 'test_start'} (new)" in out
