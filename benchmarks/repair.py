@@ -551,7 +551,7 @@ def print_dry_run(
         folder = root / spec.label
         probe = (
             f"probe on ({config.probe.design}, {config.probe.questions} questions, budget "
-            f"{config.probe.budget})"
+            f"{config.probe.budget}, {config.probe.confidence:.0%} intervals)"
             if config.probe is not None
             else "probe off"
         )

@@ -245,9 +245,7 @@ def audit_command(
         )
         result = asyncio.run(prober.run(questions))
         provider.ledger.write_json(out_dir / USAGE_FILE, accumulate=True)
-    report = AuditReport.from_result(
-        result, task=loaded.name, split=split, confidence=settings.confidence
-    )
+    report = AuditReport.from_result(result, task=loaded.name, split=split)
     write_audit(report, out_dir)
     console.print(audit_table(report))
     console.print(Text(f"results in {out_dir}"))

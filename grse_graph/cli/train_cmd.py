@@ -107,17 +107,25 @@ def build_train_config(
 
 
 def probe_section(
-    base: dict[str, Any], on: bool, questions: int | None, budget: int | None
+    base: dict[str, Any],
+    on: bool,
+    questions: int | None,
+    budget: int | None,
+    confidence: float | None = None,
 ) -> dict[str, Any] | None:
-    """The `probe` section the flags give (None: the TOML's, or off); `--probe-questions` and
-    `--probe-budget` need probe credit on, from `--probe-credit` or the TOML."""
+    """The `probe` section the flags give (None: the TOML's, or off); `--probe-questions`,
+    `--probe-budget` and `--probe-confidence` need probe credit on, from `--probe-credit` or
+    the TOML."""
     section = base.get("probe")
-    if (questions is not None or budget is not None) and not (on or section):
-        raise ConfigError("--probe-questions/--probe-budget: only with --probe-credit")
-    if not on and questions is None and budget is None:
+    given = {"questions": questions, "budget": budget, "confidence": confidence}
+    chosen = {k: v for k, v in given.items() if v is not None}
+    if chosen and not (on or section):
+        raise ConfigError(
+            "--probe-questions/--probe-budget/--probe-confidence: only with --probe-credit"
+        )
+    if not on and not chosen:
         return None
-    given = {"questions": questions, "budget": budget}
-    return {**(section or {}), **{k: v for k, v in given.items() if v is not None}}
+    return {**(section or {}), **chosen}
 
 
 def _method_flag(base: dict[str, Any], method: str | None) -> str | None:
@@ -306,7 +314,7 @@ def section_panel(field: str) -> str:
 
 FLAG_OF_SETTING = {
     "first_agent_n": "--no-first-agent-n",
-    "probe": "--probe-credit/--probe-questions/--probe-budget",
+    "probe": "--probe-credit/--probe-questions/--probe-budget/--probe-confidence",
 }
 """The flags of the settings whose flag is not `--<setting>` (with - for _)."""
 
@@ -399,6 +407,14 @@ ProbeQuestionsOpt = Annotated[
 ProbeBudgetOpt = Annotated[
     int | None, setting_option("probe", "with --probe-credit: team runs per probe (120)")
 ]
+ProbeConfidenceOpt = Annotated[
+    float | None,
+    setting_option(
+        "probe",
+        "with --probe-credit: the level of the interval that must exclude 0 before a measured "
+        "effect overrides the critic (0.95)",
+    ),
+]
 GroupSizeOpt = Annotated[int | None, section_option("group_size", "G rollouts per question (4)")]
 NoStructureOpt = Annotated[bool, section_option("structured", "w/o structure", "--no-structure")]
 DapoFilterOpt = Annotated[bool, section_option("dapo_filter", "drop equal groups", "--dapo-filter")]
@@ -470,11 +486,11 @@ def _new_run_config(
     config: Path | None,
     model: str | None,
     flags: dict[str, Any],
-    probe: tuple[bool, int | None, int | None],
+    probe: tuple[bool, int | None, int | None, float | None],
 ) -> TrainConfig:
     """The TOML's [train] table overridden by the flags given, over the task's protocol values.
     `flags["method"]` is the `--method` value; `probe` is (--probe-credit, --probe-questions,
-    --probe-budget)."""
+    --probe-budget, --probe-confidence)."""
     base = _read_train_toml(config) if config is not None else {}
     flags = {
         **flags,
@@ -560,6 +576,7 @@ def train(
     probe_credit: ProbeCreditOpt = False,
     probe_questions: ProbeQuestionsOpt = None,
     probe_budget: ProbeBudgetOpt = None,
+    probe_confidence: ProbeConfidenceOpt = None,
     group_size: GroupSizeOpt = None,
     no_structure: NoStructureOpt = False,
     dapo_filter: DapoFilterOpt = False,
@@ -613,7 +630,7 @@ def train(
             "skill_mode": skill_mode,
             "probe": None,
         }
-        probe = (probe_credit, probe_questions, probe_budget)
+        probe = (probe_credit, probe_questions, probe_budget, probe_confidence)
         train_config = _new_run_config(config, model, flags, probe)
         train_config, task_loaded = _with_starting_libraries(train_config, init_library, init_pack)
         run = RunFolder(out or default_run_dir(train_config.task))
@@ -784,7 +801,8 @@ def demo_intro(config: TrainConfig, planted: PlantedLibrary | None) -> str:
     credit = (
         f"probe credit on: every skill's effect is measured by execution on {probe.questions} "
         f"training questions ({probe.design}, at most {probe.budget} team runs) and used "
-        "beside the critic's credit"
+        f"beside the critic's credit; a skill whose {probe.confidence:.0%} interval lies below "
+        "0 becomes a prune target, and the validation gate must accept every prune"
         if probe is not None
         else "critic credit only (the paper's GRSE)"
     )

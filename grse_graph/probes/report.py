@@ -97,12 +97,10 @@ class AuditReport(BaseModel):
     effects: list[AuditRecord]
 
     @classmethod
-    def from_result(
-        cls, result: ProbeResult, *, task: str, split: str, confidence: float = 0.95
-    ) -> AuditReport:
-        """The report of a finished probe (`confidence` as in its `ProbeSettings`)."""
+    def from_result(cls, result: ProbeResult, *, task: str, split: str) -> AuditReport:
+        """The report of a finished probe (its intervals at the probe's own level)."""
         probed = result.model_dump(include=set(AuditHeader.model_fields))
-        header = AuditHeader(**probed, task=task, split=split, confidence=confidence)
+        header = AuditHeader(**probed, task=task, split=split)
         return cls(header=header, effects=[AuditRecord.of(e) for e in result.effects])
 
     def records_json(self) -> list[dict[str, Any]]:

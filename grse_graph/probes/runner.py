@@ -81,6 +81,7 @@ class ProbeResult(BaseModel):
     reused_steps: int = 0
     full_reward: float | None = Field(description="mean reward of the full libraries")
     effects: list[SkillEffect]
+    confidence: float = Field(default=0.95, description="the level of every effect's interval")
     elapsed_s: float = 0.0
 
     def effect_of(self, agent: str, skill: str) -> SkillEffect | None:
@@ -261,5 +262,6 @@ class SkillProber:
             reused_steps=sum(r.reused_steps for r in runs),
             full_reward=sum(full) / len(full) if full else None,
             effects=effects,
+            confidence=self.settings.confidence,
             elapsed_s=elapsed_s,
         )

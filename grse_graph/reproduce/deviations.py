@@ -65,7 +65,12 @@ def _train_lines(settings: PaperSettings, spec: RunSpec, config: TrainConfig) ->
     if config.delta != t8.delta:
         lines.append(f"{where}: delta = {config.delta} (paper {t8.delta})")
     if config.probe is not None:
-        lines.append(f"{where}: probe credit on (the package's addition, not the paper's method)")
+        probe = config.probe
+        lines.append(
+            f"{where}: probe credit on (the package's addition, not the paper's method): "
+            f"{probe.design} over {_questions(probe.questions, probe.split)}, "
+            f"{probe.confidence:.0%} intervals"
+        )
     return lines
 
 

@@ -12,7 +12,7 @@ Format: a JSON file (any task may ship one; the demo task's is `demo_data/plante
       "task": "demo",
       "pack": "planted",
       "skills": [
-        {"agent": "retriever", "skill": "evidence-handoff", "kind": "helpful",
+        {"agent": "retriever", "skill": "yes-no-candidate", "kind": "helpful",
          "note": "why this skill helps or harms, for the report"},
         ...
       ]
@@ -121,17 +121,17 @@ class PlantedLibrary(BaseModel):
         return None
 
     def composition(self) -> str:
-        """Each agent's planted kinds in words, e.g. `retriever: 1 helpful, 1 harmful skills;
+        """Each agent's planted kinds in words, e.g. `retriever: 1 helpful and 1 harmful skill;
         reasoner: ...` (agents in file order)."""
         agents = list(dict.fromkeys(entry.agent for entry in self.skills))
         parts = []
         for agent in agents:
             kinds = Counter(entry.kind for entry in self.skills if entry.agent == agent)
-            counts = ", ".join(
-                f"{kinds[kind]} {kind}" for kind in ("helpful", "harmful") if kinds[kind]
-            )
-            plural = "s" if sum(kinds.values()) > 1 else ""
-            parts.append(f"{agent}: {counts} skill{plural}")
+            counts = [(kinds[kind], kind) for kind in ("helpful", "harmful") if kinds[kind]]
+            words = " and ".join(f"{count} {kind}" for count, kind in counts)
+            # The noun follows the count next to it: "1 helpful and 2 harmful skills".
+            plural = "s" if counts[-1][0] > 1 else ""
+            parts.append(f"{agent}: {words} skill{plural}")
         return "; ".join(parts)
 
     def library_folders(self) -> dict[str, str]:

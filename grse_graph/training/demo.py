@@ -90,9 +90,18 @@ REPAIR_SETTINGS: dict[str, Any] = {
     # Leave-one-out: each effect is the direct with/without comparison the audit reports. The
     # planted skills do different damage, so masking one at a time does not hide any of them;
     # random masks measured interactions on this team instead (a skill that lowered the reward
-    # alone came out helping, beside the others). A bootstrap interval over questions clears 0
-    # only when about four probe questions move, hence 12 questions (5 runs each).
-    "probe": {"design": "leave_one_out", "questions": 12, "budget": 60, "split": "train"},
+    # alone came out helping, beside the others). The whole training split (24 questions, 5
+    # runs each), read at 80%: measured on it, each harmful skill lowers the reward by about
+    # 0.12 with a 95% interval that still reaches above 0 (a change of a few questions), so at
+    # 95% the probe would never flag one. The 80% interval is a screen, not the verdict: every
+    # prune it causes is an edit the validation gate must accept, as for the critic's edits.
+    "probe": {
+        "design": "leave_one_out",
+        "questions": 24,
+        "budget": 120,
+        "split": "train",
+        "confidence": 0.8,
+    },
 }
 """What `repair_config` changes over `DEMO_SETTINGS`: the planted-library repair of the demo."""
 
@@ -350,8 +359,11 @@ def print_planted(console: Console, outcomes: list[PlantedSkillOutcome], probe: 
     """One row per planted skill: its kind, the critic's first credit u1 and its sign, the
     probe's measured effect (with probe credit), which signal decided, and its fate."""
     table = Table(title="the planted skills: credit and fate")
-    for column in ("agent", "skill", "kind", "critic u1", "probe effect [95%]", "decided by"):
+    levels = {o.probe_confidence for o in outcomes if o.probe_confidence is not None}
+    interval = f"{levels.pop():.0%}" if len(levels) == 1 else "interval"
+    for column in ("agent", "skill", "kind", "critic u1", f"probe effect [{interval}]"):
         table.add_column(column)
+    table.add_column("decided by")
     table.add_column("fate")
     for o in outcomes:
         u1 = (

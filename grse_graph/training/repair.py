@@ -37,6 +37,8 @@ class PlantedSkillOutcome(BaseModel):
     probe_low: float | None = None
     probe_high: float | None = None
     probe_verdict: str | None = None
+    probe_confidence: float | None = None
+    """The level of the probe's interval (None: not probed)."""
     decided_by: str | None = None
     fate: Fate = "kept"
     fate_iteration: int | None = None
@@ -95,6 +97,7 @@ def planted_outcomes(run: RunFolder, planted: PlantedLibrary) -> list[PlantedSki
     first_plan = run.aggregates.get("1")
     first_probe = run.probe_results.get("1")
     gates, operators = run.gate.read(), run.operators.read()
+    level = first_probe.result.confidence if first_probe is not None else None
     outcomes = []
     for entry in planted.skills:
         u1, verdict = (
@@ -129,6 +132,7 @@ def planted_outcomes(run: RunFolder, planted: PlantedLibrary) -> list[PlantedSki
                 probe_low=effect.low if effect is not None else None,
                 probe_high=effect.high if effect is not None else None,
                 probe_verdict=effect.verdict if effect is not None else None,
+                probe_confidence=level if effect is not None else None,
                 decided_by=decided,
                 fate=fate,
                 fate_iteration=at,

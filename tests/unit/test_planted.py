@@ -64,7 +64,9 @@ def test_composition_counts_each_agents_kinds(planted: PlantedLibrary) -> None:
     text = planted.composition()
     for agent in (FIRST_AGENT, SECOND_AGENT):
         kinds = Counter(e.kind for e in planted.skills if e.agent == agent)
-        assert f"{agent}: {kinds['helpful']} helpful, {kinds['harmful']} harmful skills" in text
+        harmful = kinds["harmful"]
+        noun = "skills" if harmful > 1 else "skill"
+        assert f"{agent}: {kinds['helpful']} helpful and {harmful} harmful {noun}" in text
     one = planted.model_copy(update={"skills": planted.skills[:1]})
     assert one.composition() == f"{planted.skills[0].agent}: 1 {planted.skills[0].kind} skill"
 

@@ -60,7 +60,7 @@ def test_skillmas_refuses_the_flags_it_does_not_read() -> None:
     )
     assert _refusal(*base, "--probe-credit") == (
         "method skillmas does not read setting 'probe' "
-        "(remove --probe-credit/--probe-questions/--probe-budget)"
+        "(remove --probe-credit/--probe-questions/--probe-budget/--probe-confidence)"
     )
     assert _refusal(*base, "--validation-size", "3") == (
         "method skillmas does not read setting 'validation_size' (remove --validation-size)"
@@ -169,6 +169,28 @@ def test_train_help_groups_the_options_by_the_methods_that_read_them() -> None:
         "--probe-credit",
         "--probe-questions",
         "--probe-budget",
+        "--probe-confidence",
     ]
     assert {"--group-size", "--dapo-filter", "--no-first-agent-n"} <= set(sections["GRSE only"])
     assert {"--config", "--json", "--help"} <= set(sections["Options"])
+
+
+def test_probe_flags_set_the_probe_section_only_with_probe_credit() -> None:
+    assert train_cmd.probe_section({}, True, None, None, 0.8) == {"confidence": 0.8}
+    toml = {"probe": {"questions": 24}}
+    assert train_cmd.probe_section(toml, False, None, 60, 0.8) == {
+        "questions": 24,
+        "budget": 60,
+        "confidence": 0.8,
+    }
+    assert train_cmd.probe_section({}, False, None, None, None) is None
+    with pytest.raises(ConfigError, match="only with --probe-credit"):
+        train_cmd.probe_section({}, False, None, None, 0.8)
+
+
+def test_a_probe_confidence_outside_0_1_is_refused_in_one_line(tmp_path: Path) -> None:
+    args = ["--task", "demo", "--out", str(tmp_path / "run"), "--probe-credit"]
+    result = runner.invoke(build_app(), ["train", *args, "--probe-confidence", "0.8"])
+    assert isinstance(result.exception, TrainingStarted), result.exception
+    message = _refusal(*args, "--probe-confidence", "1.5")
+    assert "confidence" in message

@@ -23,6 +23,7 @@ from grse_graph.reproduce.table import render_markdown
 from grse_graph.reproduce.tables import t1_hotpotqa, t2_locomo
 from grse_graph.reproduce.tables.base import Result
 from grse_graph.reproduce.tables.t45_repair import _skill_cells
+from grse_graph.training.demo import REPAIR_SETTINGS
 from grse_graph.training.repair import PlantedSkillOutcome
 
 NO_DATA = ["--data-hotpotqa", "/nonexistent/h.json", "--data-locomo", "/nonexistent/l.json"]
@@ -181,6 +182,20 @@ def test_machine_sized_training_is_printed_as_deviations(
     assert "locomo grse: validation on 10 questions (paper: the whole validation split)" in out
     assert "locomo grse: G = 3 (paper G = 4)" in out
     assert "1 seed(s) (paper: 3)" in out
+
+
+def test_probe_credit_is_a_deviation_with_its_design_and_level(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--dry-run", "--seeds", "1", "--out", str(tmp_path), *NO_DATA]
+    assert main("table4_5", args) == 0
+    out = capsys.readouterr().out
+    probe = REPAIR_SETTINGS["probe"]
+    assert (
+        "probe credit on (the package's addition, not the paper's method): "
+        f"{probe['design']} over {probe['questions']} {probe['split']} questions, "
+        f"{probe['confidence']:.0%} intervals"
+    ) in out
 
 
 def test_another_cap_or_model_makes_another_run(tmp_path: Path) -> None:

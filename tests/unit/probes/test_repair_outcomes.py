@@ -94,6 +94,7 @@ def folder(
             runs_resumed=0,
             full_reward=0.5,
             effects=list(effects),
+            confidence=0.8,
         )
         run.probe_results.append(ProbeRecord(iteration=1, result=result))
     for line in operators:
@@ -206,8 +207,11 @@ def test_u1_is_the_critics_pre_probe_utility_when_the_probe_decided(tmp_path: Pa
     bad = outcome(run, LIBRARY, "bad")
     assert (bad.u1, bad.critic_verdict, bad.decided_by) == (0.6, "keep", "probe")
     assert (bad.probe_effect, bad.probe_low, bad.probe_high) == (-0.5, -0.7, -0.3)
-    assert bad.probe_verdict == "hurts"
+    assert (bad.probe_verdict, bad.probe_confidence) == ("hurts", 0.8)
     assert bad.sign_correct is False
+    console = Console(record=True, width=200)
+    print_planted(console, [bad], probe=True)
+    assert "probe effect [80%]" in console.export_text()
 
 
 def test_u1_is_none_for_a_skill_only_the_probe_credited(tmp_path: Path) -> None:
