@@ -111,7 +111,7 @@ def probe_section(
     on: bool,
     questions: int | None,
     budget: int | None,
-    confidence: float | None = None,
+    confidence: float | None,
 ) -> dict[str, Any] | None:
     """The `probe` section the flags give (None: the TOML's, or off); `--probe-questions`,
     `--probe-budget` and `--probe-confidence` need probe credit on, from `--probe-credit` or
