@@ -218,6 +218,10 @@ class EngineSettings(BaseModel):
     (0.5B, a 2.2k-token prompt and 160 generated tokens, issue 10: llama-cpp-python 21.1 s +
     16.9 s with it against 23.5 s + 8.9 s without; llama-server 8.5 against 16.9 tok/s), and
     llama-server's own default (``auto``) turns it on.
+    ``repeatable_prompts`` (llama-cpp-python, ``n_parallel`` > 1): before each chat request,
+    bring its slot to a state that depends on the request alone (short priming requests, and a
+    clearing one when the slot served another prefix; see `grse_graph.llm.slot_routing`), so
+    a greedy request answers the same way whatever the engine served before it.
     ``prompt_logits`` (llama-cpp-python only): keep the logits of every prompt token, which only
     prompt logprobs (``echo``) need; its server's default, off here because computing and
     copying them made a 1.7k-token prompt 25.3 s instead of 21.8 s.
@@ -239,6 +243,7 @@ class EngineSettings(BaseModel):
     allow_amx: bool = False
     build_if_missing: bool = False
     flash_attention: bool = False
+    repeatable_prompts: bool = True
     prompt_logits: bool = False
 
     def resolved_threads(self) -> int:

@@ -26,7 +26,12 @@ from grse_graph.llm.config import LLMConfig, RoleSettings, StructuredMethod
 from grse_graph.llm.engine import choose_engine
 from grse_graph.llm.lifecycle import Closing
 from grse_graph.llm.provider import ROLES, RoleName, SamplingSettings
-from grse_graph.llm.slot_routing import AsyncSlotRoutingTransport, SlotRouter, SlotRoutingTransport
+from grse_graph.llm.slot_routing import (
+    CLEARING_COMPLETION,
+    AsyncSlotRoutingTransport,
+    SlotRouter,
+    SlotRoutingTransport,
+)
 from grse_graph.llm.structured import (
     SCHEMA_NARROWING_KEY,
     STRUCTURED_METHOD_KEY,
@@ -48,6 +53,17 @@ UNAUTHENTICATED_API_KEY = "EMPTY"
 """Key sent to a remote endpoint configured without ``api_key_env`` (vLLM without ``--api-key``)."""
 
 logger = logging.getLogger(__name__)
+
+_CLEAR_TIMEOUT_S = 60.0
+
+
+async def _replace_cached_prompt(client: httpx.AsyncClient, base_url: str) -> None:
+    try:
+        response = await client.post(f"{base_url}/completions", json=CLEARING_COMPLETION)
+        response.raise_for_status()
+    except httpx.HTTPError as error:
+        raise EngineError(f"clearing the prompt cache of {base_url} failed: {error}") from error
+
 
 _AUTO_STRUCTURED: dict[str | None, StructuredMethod] = {
     "llama-cpp-python": "json_grammar",
@@ -234,7 +250,10 @@ class ModelRoles(Closing):
         self._env = os.environ if env is None else env
         self._transport = transport
         self._async_transport = async_transport
-        self._slot_router = SlotRouter(engine_slots or {})
+        self._engine_slots = dict(engine_slots or {})
+        self._slot_router = SlotRouter(
+            self._engine_slots, repeatable=config.engine.repeatable_prompts
+        )
         self._sync_clients: dict[RoleName, httpx.Client] = {}
         self._embedded_engine: str | None = None  # resolved once, for `tool_transcript`
         self._token_counters: dict[RoleName, ServerTokenCounter] = {}
@@ -280,12 +299,49 @@ class ModelRoles(Closing):
         engine could start here)."""
         if not self.settings(role).embedded:
             return None
+        return self._embedded_engine_name()
+
+    def _embedded_engine_name(self) -> str:
         if self._embedded_engine is None:
             try:
                 self._embedded_engine = choose_engine(self.config.engine).name
             except EngineError:
                 self._embedded_engine = "none"
         return self._embedded_engine
+
+    async def clear_prefix_caches(self) -> int:
+        """Empty the prompt cache of every embedded llama-cpp-python process and forget which
+        slot held which prefix, so the requests that follow are computed as on freshly started
+        engines; returns how many processes were cleared (0 on llama-server, whose slots are
+        left as they are, and without embedded engines).
+
+        Why: greedy output on llama.cpp depends slightly on which part of a prompt came from
+        the cache (the rest is evaluated in other batches), so the same probe or evaluation
+        can answer a question differently after a different history. Each process is sent a
+        one-token completion whose prompt shares no token with a chat prompt, which replaces
+        its cached prompt; it is engine upkeep, not a role's call, so the ledger does not
+        count it.
+        """
+        if not self._engine_slots or self._embedded_engine_name() != "llama-cpp-python":
+            return 0
+        cleared = 0
+        async with httpx.AsyncClient(
+            transport=self._async_transport, timeout=httpx.Timeout(_CLEAR_TIMEOUT_S)
+        ) as client:
+            for base_url, slot_urls in self._engine_slots.items():
+                group = self._slot_router.group_at(base_url)
+                if group is not None:
+                    await group.acquire()
+                try:
+                    for url in slot_urls:
+                        await _replace_cached_prompt(client, url)
+                        cleared += 1
+                    if group is not None:
+                        group.forget()
+                finally:
+                    if group is not None:
+                        group.gate.release()
+        return cleared
 
     def tool_transcript(self, role: RoleName) -> Transcript:
         """The role's tool transcript, with ``auto`` resolved: ``text`` for an embedded role

@@ -13,6 +13,20 @@ One gate per slot group lets one chat request run at a time across its slots: th
 share the same cores (each uses all of them), and one llama-cpp-python process serialised its
 requests anyway. The gate is held until the response body is read or closed (at once for a body
 that is already in memory).
+
+Repeatable prompts (`SlotRouter(..., repeatable=True)`): greedy output on llama.cpp depends
+slightly on which part of a prompt came from the cache, since the rest is computed in other
+batches, and that part is the prompt's longest common prefix with whatever the slot served
+before. So, before each chat request, and under the same gate, its slot is brought to a state
+that depends on the request's prefix key alone: a slot that last served another key is cleared
+(a one-token completion whose prompt shares no token with a chat prompt), and every request is
+preceded by its key's priming request (`priming_body`: the tools and first message, then a user
+turn that no real message starts with, one token). The request then reuses exactly the part it
+shares with that priming prompt, computed the same way every time, and computes the rest: the
+same request answers the same way whatever the engine served before it, in any order. The
+priming requests are engine upkeep and go below the clients' accounting. (Priming the first two
+messages as well, to keep reusing a repeated question, measured slower on the demo: 998 s
+against 946 s.)
 """
 
 from __future__ import annotations
@@ -22,11 +36,18 @@ import hashlib
 import json
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any
 
 import httpx
 
 _GATE_POLL_S = 0.01
 _CHAT_PATH_SUFFIX = "/chat/completions"
+_JSON_HEADERS = {"Content-Type": "application/json"}
+PRIMING_TEXT = "\u2042"
+"""The user text of a priming request: no real message starts with it."""
+CLEARING_COMPLETION: dict[str, object] = {"prompt": "\n", "max_tokens": 1, "temperature": 0.0}
+"""The completion that replaces a llama-cpp-python process's cached prompt: a newline shares
+no first token with a chat prompt (which starts with the template's role marker)."""
 
 
 def prefix_key(body: bytes) -> str | None:
@@ -43,6 +64,24 @@ def prefix_key(body: bytes) -> str | None:
         return None
     fixed = json.dumps([payload.get("tools"), messages[0]], sort_keys=True, default=str)
     return hashlib.sha256(fixed.encode()).hexdigest()
+
+
+def priming_body(body: bytes) -> bytes | None:
+    """The priming request of a chat request's prefix key: its model, tools and first message,
+    then `PRIMING_TEXT` as the user's turn, greedy, one token (None when the body is not a chat
+    request with messages)."""
+    if prefix_key(body) is None:
+        return None
+    payload = json.loads(body)
+    priming: dict[str, Any] = {
+        "model": payload.get("model"),
+        "messages": [payload["messages"][0], {"role": "user", "content": PRIMING_TEXT}],
+        "max_tokens": 1,
+        "temperature": 0.0,
+    }
+    if payload.get("tools"):
+        priming["tools"] = payload["tools"]
+    return json.dumps(priming).encode()
 
 
 class SlotAffinity:
@@ -70,17 +109,35 @@ class SlotAffinity:
             self._last_use[slot] = self._clock
             return slot
 
+    def forget(self) -> None:
+        """Forget every key's slot and every slot's use: the next keys are placed as on a
+        freshly started group (after the slots' caches were cleared)."""
+        with self._lock:
+            self._slot_of = {}
+            self._last_use = [0] * len(self._last_use)
+            self._clock = 0
+
 
 class SlotGroup:
     """The slots of one engine: their base URLs (the first is the one roles are given), the
-    prefix affinity and the gate."""
+    prefix affinity, the gate and, with `repeatable`, the key each slot was last prepared
+    for."""
 
-    def __init__(self, base_urls: Sequence[str]) -> None:
+    def __init__(self, base_urls: Sequence[str], *, repeatable: bool = False) -> None:
         if not base_urls:
             raise ValueError("a slot group needs at least one base URL")
         self.urls = tuple(httpx.URL(url) for url in base_urls)
         self.affinity = SlotAffinity(len(self.urls))
         self.gate = threading.BoundedSemaphore(1)
+        self.repeatable = repeatable
+        # Per slot: the prefix key it was last primed for (None: unknown or cleared).
+        self._prepared: list[str | None] = [None] * len(self.urls)
+
+    def forget(self) -> None:
+        """Forget the placement and every slot's prepared key (after the slots' caches were
+        cleared): the next requests are placed and prepared as on a fresh group."""
+        self.affinity.forget()
+        self._prepared = [None] * len(self.urls)
 
     def routes(self, url: httpx.URL) -> bool:
         """True when ``url`` is a chat completion on this group's first slot."""
@@ -92,22 +149,73 @@ class SlotGroup:
             and url.path.endswith(_CHAT_PATH_SUFFIX)
         )
 
+    async def acquire(self) -> None:
+        """Take the gate without blocking the event loop."""
+        while not self.gate.acquire(blocking=False):
+            await asyncio.sleep(_GATE_POLL_S)
+
     def move(self, request: httpx.Request, body: bytes) -> None:
         """Send ``request`` to the slot that holds this body's prefix."""
         chosen = self.urls[self.affinity.slot_for(prefix_key(body))]
         request.url = request.url.copy_with(host=chosen.host, port=chosen.port)
         request.headers["Host"] = request.url.netloc.decode("ascii")
 
+    def preparation(self, request: httpx.Request, body: bytes) -> tuple[httpx.Request, ...]:
+        """What to send to the slot of a moved ``request`` before it, to be called with the
+        gate held (nothing unless `repeatable`): see the module docstring."""
+        key = prefix_key(body)
+        priming = priming_body(body) if self.repeatable else None
+        if key is None or priming is None:
+            return ()
+        slot = self._slot_of(request)
+        steps: list[httpx.Request] = []
+        if self._prepared[slot] != key:
+            base = str(request.url)[: -len(_CHAT_PATH_SUFFIX)]
+            steps.append(_post(f"{base}/completions", json.dumps(CLEARING_COMPLETION).encode()))
+        steps.append(_post(request.url, priming))
+        self._prepared[slot] = key
+        return tuple(steps)
+
+    def unprepare(self, request: httpx.Request) -> None:
+        """Forget what the slot of ``request`` was prepared for (its preparation failed)."""
+        self._prepared[self._slot_of(request)] = None
+
+    def _slot_of(self, request: httpx.Request) -> int:
+        where = (request.url.host, request.url.port)
+        return next(i for i, url in enumerate(self.urls) if (url.host, url.port) == where)
+
 
 class SlotRouter:
     """The slot groups of every embedded engine, keyed by the first slot's base URL."""
 
-    def __init__(self, slots: Mapping[str, Sequence[str]]) -> None:
-        self.groups = tuple(SlotGroup(urls) for urls in slots.values() if len(urls) > 1)
+    def __init__(self, slots: Mapping[str, Sequence[str]], *, repeatable: bool = False) -> None:
+        self.groups = tuple(
+            SlotGroup(urls, repeatable=repeatable) for urls in slots.values() if len(urls) > 1
+        )
 
     def group_for(self, url: httpx.URL) -> SlotGroup | None:
         """The group whose first slot ``url`` addresses with a chat completion, if any."""
         return next((group for group in self.groups if group.routes(url)), None)
+
+    def group_at(self, base_url: str) -> SlotGroup | None:
+        """The group whose first slot has this base URL, if any (an engine with one slot has
+        no group)."""
+        first = httpx.URL(base_url)
+        return next((group for group in self.groups if group.urls[0] == first), None)
+
+
+def _post(url: httpx.URL | str, body: bytes) -> httpx.Request:
+    return httpx.Request("POST", url, content=body, headers=_JSON_HEADERS)
+
+
+def _prepared_or_error(response: httpx.Response, request: httpx.Request) -> None:
+    if response.status_code >= 400:
+        raise httpx.HTTPStatusError(
+            f"preparing slot {request.url.netloc.decode('ascii')} for a repeatable prompt: "
+            f"{request.url.path} answered {response.status_code}",
+            request=request,
+            response=response,
+        )
 
 
 class _ReleaseOnce:
@@ -172,10 +280,20 @@ class SlotRoutingTransport(httpx.BaseTransport):
         group = self._router.group_for(request.url)
         if group is None:
             return self._inner.handle_request(request)
-        group.move(request, request.read())
+        body = request.read()
+        group.move(request, body)
         group.gate.acquire()
         release = _ReleaseOnce(group.gate)
         try:
+            for step in group.preparation(request, body):
+                try:
+                    prepared = self._inner.handle_request(step)
+                    prepared.read()
+                    prepared.close()
+                    _prepared_or_error(prepared, step)
+                except BaseException:
+                    group.unprepare(request)
+                    raise
             response = self._inner.handle_request(request)
         except BaseException:
             release()
@@ -203,11 +321,20 @@ class AsyncSlotRoutingTransport(httpx.AsyncBaseTransport):
         group = self._router.group_for(request.url)
         if group is None:
             return await self._inner.handle_async_request(request)
-        group.move(request, await request.aread())
-        while not group.gate.acquire(blocking=False):
-            await asyncio.sleep(_GATE_POLL_S)
+        body = await request.aread()
+        group.move(request, body)
+        await group.acquire()
         release = _ReleaseOnce(group.gate)
         try:
+            for step in group.preparation(request, body):
+                try:
+                    prepared = await self._inner.handle_async_request(step)
+                    await prepared.aread()
+                    await prepared.aclose()
+                    _prepared_or_error(prepared, step)
+                except BaseException:
+                    group.unprepare(request)
+                    raise
             response = await self._inner.handle_async_request(request)
         except BaseException:
             release()

@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from grse_graph.jsonl import JsonlStore
-from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
+from grse_graph.llm.provider import ChatModelProvider, SamplingSettings, clear_prefix_caches
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import Task, TaskQuestion
 from grse_graph.team.rollout import Rollout
@@ -174,6 +174,8 @@ class SkillProber:
             self._finished(run, resumed=False)
             return run
 
+        # Greedy output depends slightly on the engine's cache history: start from empty caches.
+        await clear_prefix_caches(self.provider)
         full_requests = [r for r in plan.requests if r.is_full]
         full_runs = await asyncio.gather(*(one(r, None) for r in full_requests))
         full_by_question = {run.question_id: run for run in full_runs}

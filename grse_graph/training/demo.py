@@ -84,6 +84,10 @@ REPAIR_SETTINGS: dict[str, Any] = {
     # The whole test split: the repair's claim is a test difference, and 9 questions cannot
     # show +0.05 (one question moves the mean by 0.11).
     "validation_size": 6,
+    # One team run at a time: the embedded engine serves one request at a time anyway (a
+    # 12-question audit took 202 s one run at a time and 196 s four at a time), and the
+    # repair's measurements in the README were made so.
+    "concurrency": 1,
     # Repair edits what is there: refine and prune every iteration, no new skills (a 0.5B
     # optimizer writes none that help, GUIDE §5) and nothing to consolidate.
     "schedule": {"refine_every": 1, "induce_every": 0, "consolidate_every": 0, "prune_every": 1},
@@ -92,9 +96,10 @@ REPAIR_SETTINGS: dict[str, Any] = {
     # random masks measured interactions on this team instead (a skill that lowered the reward
     # alone came out helping, beside the others). The whole training split (24 questions, 5
     # runs each), read at 80%: measured on it, each harmful skill lowers the reward by about
-    # 0.12 with a 95% interval that still reaches above 0 (a change of a few questions), so at
-    # 95% the probe would never flag one. The 80% interval is a screen, not the verdict: every
-    # prune it causes is an edit the validation gate must accept, as for the critic's edits.
+    # 0.11, a change of a few questions whose 95% interval can reach above 0 (leave-answer-open
+    # [-0.263, +0.012]), so at 95% the probe would keep it. The 80% interval is a screen, not
+    # the verdict: every prune it causes is an edit the validation gate must accept, as for the
+    # critic's edits.
     "probe": {
         "design": "leave_one_out",
         "questions": 24,

@@ -12,11 +12,13 @@ import httpx
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
+from grse_graph.errors import EngineError
 from grse_graph.llm.accounting import UsageLedger
-from grse_graph.llm.config import load_config
+from grse_graph.llm.config import LLMConfig, load_config
 from grse_graph.llm.engine_slots import slot_log_path
 from grse_graph.llm.roles import ModelRoles
 from grse_graph.llm.slot_routing import (
+    PRIMING_TEXT,
     AsyncSlotRoutingTransport,
     SlotAffinity,
     SlotRouter,
@@ -143,9 +145,8 @@ def test_the_gate_is_released_when_the_handler_fails() -> None:
 def test_model_roles_send_each_agents_prompt_to_its_own_slot() -> None:
     calls: list[tuple[int | None, str]] = []
     server = _recording_server(calls)
-    config = load_config(env={})
     roles = ModelRoles(
-        config,
+        _config(repeatable=False),
         UsageLedger(),
         engine_url=SLOTS[0],
         engine_slots={SLOTS[0]: SLOTS[:2]},
@@ -159,6 +160,154 @@ def test_model_roles_send_each_agents_prompt_to_its_own_slot() -> None:
                 chat.invoke([SystemMessage(content=agent), HumanMessage(content=question)])
         asyncio.run(chat.ainvoke([SystemMessage(content="reasoner"), HumanMessage("q4")]))
     assert [port for port, _ in calls] == [9000, 9001] * 3 + [9001]
+
+
+def test_forgetting_places_the_next_keys_as_on_a_fresh_group() -> None:
+    affinity = SlotAffinity(2)
+    assert [affinity.slot_for(k) for k in ("a", "b", "a", "c")] == [0, 1, 0, 1]
+    affinity.forget()
+    assert [affinity.slot_for(k) for k in ("c", "a")] == [0, 1]
+
+
+def _clearing_server(
+    calls: list[tuple[int | None, str, Any]], status: int = 200
+) -> httpx.MockTransport:
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content) if request.content else None
+        calls.append((request.url.port, request.url.path, body))
+        if request.url.path.endswith("/completions") and "messages" not in (body or {}):
+            return httpx.Response(status, json={"choices": [{"text": "x"}]})
+        return chat_completion({"role": "assistant", "content": "ok"})
+
+    return httpx.MockTransport(handle)
+
+
+def _config(*, repeatable: bool) -> LLMConfig:
+    config = load_config(env={})
+    engine = config.engine.model_copy(update={"repeatable_prompts": repeatable})
+    return config.model_copy(update={"engine": engine})
+
+
+def _roles(
+    server: httpx.MockTransport, slots: dict[str, tuple[str, ...]], *, repeatable: bool = False
+) -> ModelRoles:
+    return ModelRoles(
+        _config(repeatable=repeatable),
+        UsageLedger(),
+        engine_url=SLOTS[0],
+        engine_slots=slots,
+        transport=server,
+        async_transport=server,
+    )
+
+
+def test_clearing_replaces_every_slots_cached_prompt_and_forgets_the_placement() -> None:
+    calls: list[tuple[int | None, str, Any]] = []
+    other = "http://127.0.0.1:9100/v1"
+    roles = _roles(_clearing_server(calls), {SLOTS[0]: SLOTS[:2], other: (other,)})
+    with roles:
+        chat = roles.chat("actor")
+        for agent in ("retriever", "reasoner"):
+            chat.invoke([SystemMessage(content=agent), HumanMessage(content="q1")])
+        assert asyncio.run(roles.clear_prefix_caches()) == 3
+        # As on a fresh group: the first key after clearing takes slot 0, the retriever slot 1.
+        for agent in ("reasoner", "retriever"):
+            chat.invoke([SystemMessage(content=agent), HumanMessage(content="q2")])
+    clearing = [(port, body) for port, path, body in calls if "messages" not in body]
+    assert [port for port, _ in clearing] == [9000, 9001, 9100]
+    assert all(body["prompt"] == "\n" and body["max_tokens"] == 1 for _, body in clearing)
+    chats = [port for port, _, body in calls if "messages" in body]
+    assert chats == [9000, 9001, 9000, 9001]
+    # Engine upkeep, not a role's call: the ledger counts the four chat requests only.
+    assert roles.ledger.report().role("actor").calls == 4
+
+
+def test_repeatable_prompts_prepare_the_slot_before_each_chat_request() -> None:
+    calls: list[tuple[int | None, str, Any]] = []
+    tool = {"type": "function", "function": {"name": "load_skill", "parameters": {}}}
+    with _roles(_clearing_server(calls), {SLOTS[0]: SLOTS[:2]}, repeatable=True) as roles:
+        chat = roles.chat("actor").bind_tools([tool])
+        for agent, question in (("retriever", "q1"), ("retriever", "q2"), ("reasoner", "q1")):
+            chat.invoke([SystemMessage(content=agent), HumanMessage(content=question)])
+        # A third prefix takes slot 0 (least recently used) from the retriever.
+        chat.invoke([SystemMessage(content="critic"), HumanMessage(content="q1")])
+        asyncio.run(chat.ainvoke([SystemMessage(content="critic"), HumanMessage("q2")]))
+        # The same question again is primed again: only the fixed prefix is reused.
+        chat.invoke([SystemMessage(content="critic"), HumanMessage(content="q2")])
+        counted = roles.ledger.report().role("actor").calls
+
+    def kind(body: Any) -> str:
+        if "messages" not in body:
+            return "clear"
+        texts = [m["content"] for m in body["messages"]]
+        if texts[-1] == PRIMING_TEXT:
+            return " ".join(["prime", *texts[:-1]])
+        return " ".join(["ask", *texts])
+
+    assert [(port, kind(body)) for port, _, body in calls] == [
+        (9000, "clear"),
+        (9000, "prime retriever"),
+        (9000, "ask retriever q1"),
+        (9000, "prime retriever"),
+        (9000, "ask retriever q2"),
+        (9001, "clear"),
+        (9001, "prime reasoner"),
+        (9001, "ask reasoner q1"),
+        (9000, "clear"),
+        (9000, "prime critic"),
+        (9000, "ask critic q1"),
+        (9000, "prime critic"),
+        (9000, "ask critic q2"),
+        (9000, "prime critic"),
+        (9000, "ask critic q2"),
+    ]
+    primes = [body for _, _, body in calls if kind(body).startswith("prime")]
+    assert all(p["max_tokens"] == 1 and p["temperature"] == 0.0 for p in primes)
+    assert all(p["tools"][0]["function"]["name"] == "load_skill" for p in primes)
+    # The priming and clearing requests are engine upkeep: the ledger counts the six asks.
+    assert counted == 6
+
+
+def test_a_failed_priming_request_fails_the_call_and_releases_the_gate() -> None:
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if body.get("messages", [{}])[-1].get("content") == PRIMING_TEXT:
+            return httpx.Response(503, json={"error": "busy"})
+        return httpx.Response(200, json={"choices": [{"text": "x"}]})
+
+    server = httpx.MockTransport(handle)
+    router = SlotRouter({SLOTS[0]: SLOTS[:2]}, repeatable=True)
+    transport = SlotRoutingTransport(router, server)
+    with (
+        httpx.Client(transport=transport) as client,
+        pytest.raises(httpx.HTTPStatusError) as caught,
+    ):
+        client.post(f"{SLOTS[0]}/chat/completions", content=_body("retriever", "q1"))
+    assert "preparing slot 127.0.0.1:9000" in str(caught.value)
+    group = router.groups[0]
+    assert group.gate.acquire(blocking=False)
+    group.gate.release()
+    # The slot counts as unprepared: the next request clears it again before priming.
+    request = httpx.Request("POST", f"{SLOTS[0]}/chat/completions")
+    body = _body("retriever", "q1")
+    group.move(request, body)
+    assert [step.url.path for step in group.preparation(request, body)] == [
+        "/v1/completions",
+        "/v1/chat/completions",
+    ]
+
+
+def test_a_failed_clearing_is_one_engine_error() -> None:
+    calls: list[tuple[int | None, str, Any]] = []
+    roles = _roles(_clearing_server(calls, status=500), {SLOTS[0]: SLOTS[:2]})
+    failed = r"clearing the prompt cache of .*9000/v1 failed"
+    with roles, pytest.raises(EngineError, match=failed):
+        asyncio.run(roles.clear_prefix_caches())
+
+
+def test_without_embedded_engines_there_is_nothing_to_clear() -> None:
+    with ModelRoles(load_config(env={}), UsageLedger()) as roles:
+        assert asyncio.run(roles.clear_prefix_caches()) == 0
 
 
 def test_slot_logs_sit_beside_the_first() -> None:
