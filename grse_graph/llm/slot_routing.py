@@ -50,9 +50,8 @@ CLEARING_COMPLETION: dict[str, object] = {"prompt": "\n", "max_tokens": 1, "temp
 no first token with a chat prompt (which starts with the template's role marker)."""
 
 
-def prefix_key(body: bytes) -> str | None:
-    """The key of a chat request's fixed prefix: its tools and first message (None when the
-    body is not a chat request with messages)."""
+def _chat_payload(body: bytes) -> dict[str, Any] | None:
+    """The JSON of a chat request with messages (None for any other body)."""
     try:
         payload = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -60,9 +59,16 @@ def prefix_key(body: bytes) -> str | None:
     if not isinstance(payload, dict):
         return None
     messages = payload.get("messages")
-    if not isinstance(messages, list) or not messages:
+    return payload if isinstance(messages, list) and messages else None
+
+
+def prefix_key(body: bytes) -> str | None:
+    """The key of a chat request's fixed prefix: its tools and first message (None when the
+    body is not a chat request with messages)."""
+    payload = _chat_payload(body)
+    if payload is None:
         return None
-    fixed = json.dumps([payload.get("tools"), messages[0]], sort_keys=True, default=str)
+    fixed = json.dumps([payload.get("tools"), payload["messages"][0]], sort_keys=True, default=str)
     return hashlib.sha256(fixed.encode()).hexdigest()
 
 
@@ -70,9 +76,9 @@ def priming_body(body: bytes) -> bytes | None:
     """The priming request of a chat request's prefix key: its model, tools and first message,
     then `PRIMING_TEXT` as the user's turn, greedy, one token (None when the body is not a chat
     request with messages)."""
-    if prefix_key(body) is None:
+    payload = _chat_payload(body)
+    if payload is None:
         return None
-    payload = json.loads(body)
     priming: dict[str, Any] = {
         "model": payload.get("model"),
         "messages": [payload["messages"][0], {"role": "user", "content": PRIMING_TEXT}],
