@@ -90,7 +90,8 @@ class ProbeRequest(BaseModel):
 
 
 class ProbePlan(BaseModel):
-    """The runs of one probe, full-library runs first."""
+    """The runs of one probe in the order they are made: full-library runs first, then
+    leave-one-out's masked runs skill by skill (random masks question by question)."""
 
     design: ProbeDesign
     skills: list[SkillRef]
@@ -186,10 +187,14 @@ def plan_probes(
                 f"at least {MIN_PROBE_QUESTIONS * (n_skills + 1)} runs are needed"
             )
     requests = [ProbeRequest(question_id=q) for q in kept]
-    for q in kept:
-        if design == "leave_one_out":
-            requests += [ProbeRequest(question_id=q, masked=(ref,)) for ref in skills]
-        else:
+    if design == "leave_one_out":
+        # Skill by skill, so that consecutive runs share every agent's prompt prefix (role,
+        # skills): an engine that keeps a few prefixes cached (`slot_routing`) computes each
+        # once per skill instead of once per question. In question order the demo's probe
+        # cycled through six prefixes on four engine slots.
+        requests += [ProbeRequest(question_id=q, masked=(ref,)) for ref in skills for q in kept]
+    else:
+        for q in kept:
             masks = _random_masks(skills, q, masks_per_question, settings)
             requests += [ProbeRequest(question_id=q, masked=mask) for mask in masks]
     return ProbePlan(
