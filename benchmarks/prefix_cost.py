@@ -11,10 +11,11 @@ demo test split with the demo's actor cap, each starting from cleared prefix cac
 
 Printed per library: wall time, mean reward, model passes, prompt tokens sent, prompt tokens the
 engine computed and the seconds it spent on them, tokens generated and the seconds spent on them
-(the engine's own timing lines, priming requests included). Then the ratio of each, library over
-empty. The skills sit in every agent's fixed prefix, which is computed once per engine slot, so
-the computed prompt and its seconds should barely grow with the library; generation grows with
-whatever the skills make the agents write.
+(the engine's own timing lines, priming requests included), and prefix reloads (requests whose
+agent prefix had lost its slot to another one; more than none means too few `n_parallel` slots).
+Then the ratio of each, library over empty. The skills sit in every agent's fixed prefix, which
+is computed once per engine slot, so the computed prompt and its seconds should barely grow with
+the library; generation grows with whatever the skills make the agents write.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class LibraryCost(BaseModel):
     prompt_s: float
     generated_tokens: int
     generation_s: float
+    prefix_reloads: int
 
 
 def load_merged(values: Sequence[str]) -> dict[str, SkillLibrary]:
@@ -122,6 +124,7 @@ def measure(
         prompt_s=engine.prompt_eval_ms / 1000,
         generated_tokens=engine.generated_tokens,
         generation_s=engine.generation_ms / 1000,
+        prefix_reloads=engine.prefix_reloads,
     )
 
 
@@ -135,6 +138,7 @@ COLUMNS: dict[str, str] = {
     "prompt_s": "prompt s",
     "generated_tokens": "tokens generated",
     "generation_s": "generation s",
+    "prefix_reloads": "prefix reloads",
 }
 
 

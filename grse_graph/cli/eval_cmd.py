@@ -32,6 +32,7 @@ from grse_graph.llm.roles import ModelRoles
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks import TASK_NAMES, Task, load_task
 from grse_graph.team import TOPOLOGY_NAMES, SkillMode, TeamSpec, default_team
+from grse_graph.training.session import engine_stats
 
 from .options import ConfigOption, JsonOption, print_json, report_console
 
@@ -115,22 +116,26 @@ def actor_provider(config: LLMConfig, console: Console) -> Iterator[ModelRoles]:
     with ExitStack() as stack:
         engine_url: dict[str, str] | None = None
         engine_slots: dict[str, tuple[str, ...]] = {}
+        engines: dict[str, EngineSlots] = {}
         if config.role("actor").embedded:
             model = config.embedded_model("actor")
             console.print(f"starting the embedded engine (model {model}) ...")
             engine = stack.enter_context(
                 EngineSlots(config.engine.model_copy(update={"model": model}))
             )
-            ledger.attach_engine_stats(engine.prompt_eval_stats)
+            engines[model] = engine
             engine_url = {model: engine.base_url}
             engine_slots = {engine.base_url: engine.slot_urls}
             console.print(
                 f"engine {engine.engine_name} ready at {engine.base_url} "
                 f"({len(engine.slot_urls)} prefix slot(s))"
             )
-        yield stack.enter_context(
+        roles = stack.enter_context(
             ModelRoles(config, ledger, engine_url=engine_url, engine_slots=engine_slots)
         )
+        if engines:
+            ledger.attach_engine_stats(lambda: engine_stats(engines, roles))
+        yield roles
 
 
 @dataclass(frozen=True)

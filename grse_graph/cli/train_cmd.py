@@ -247,6 +247,14 @@ def print_usage(console: Console, usage: dict[str, Any]) -> None:
             "computed",
             highlight=False,
         )
+    reloads = engine.get("prefix_reloads", 0) if engine else 0
+    if reloads:
+        console.print(
+            f"prefix slots: {reloads} chat requests found their agent's prefix evicted by "
+            "another and computed it again; raise [engine] n_parallel above the number of "
+            "agent prefixes a question cycles through",
+            highlight=False,
+        )
 
 
 def skipped_operators(run: RunFolder, iteration: int) -> list[str]:

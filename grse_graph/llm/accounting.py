@@ -54,6 +54,8 @@ class PromptEvalStats(Counts):
     ``evaluated_prompt_tokens`` are prompt tokens the engine actually computed;
     ``reused_prompt_tokens`` are prompt tokens served from its prefix cache. One completion is
     one model pass (a tool-calling request on llama-cpp-python makes several).
+    ``prefix_reloads`` (from the slot routing, not the log) are chat requests whose agent prefix
+    had lost its slot to another prefix and was computed again.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -64,6 +66,7 @@ class PromptEvalStats(Counts):
     prompt_eval_ms: float = 0.0
     generated_tokens: int = 0
     generation_ms: float = 0.0
+    prefix_reloads: int = 0
 
 
 _DERIVED_FIELDS = frozenset({"total", "cached_prompt_tokens"})

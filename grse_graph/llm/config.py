@@ -209,7 +209,11 @@ class EngineSettings(BaseModel):
     of prefix slots, each keeping one prompt prefix cached: llama-server's ``--parallel`` slots,
     or as many llama-cpp-python processes, to which requests are routed by their fixed prefix
     (see `grse_graph.llm.slot_routing`; one process computes each agent's role and skills anew
-    for every question, since the agents alternate). ``threads`` None means one
+    for every question, since the agents alternate). The default 6 holds the demo team's five
+    prefixes (multi-hop retriever and reasoner, memory retriever with and without its grep tool,
+    memory reasoner): with 4 slots the least recently used one was always the next one needed,
+    so every question recomputed its prefixes (24 demo test questions, six skills: 296 s with 4
+    slots, 193 s with 6 on a later day, the same answers). ``threads`` None means one
     per CPU core. ``allow_amx`` False keeps ggml off Intel AMX kernels (some virtual machines
     advertise AMX but fault on it; see `grse_graph.llm.childproc`). ``build_if_missing``: with
     ``engine = "llama-server"`` and no binary found, build it into the cache first
@@ -234,7 +238,7 @@ class EngineSettings(BaseModel):
     llama_server_path: Path | None = None
     n_ctx: int = Field(default=8192, ge=256)
     threads: int | None = Field(default=None, ge=1)
-    n_parallel: int = Field(default=4, ge=1)
+    n_parallel: int = Field(default=6, ge=1)
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)
     cache_dir: Path = Field(default_factory=default_cache_dir)

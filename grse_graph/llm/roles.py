@@ -309,6 +309,12 @@ class ModelRoles(Closing):
                 self._embedded_engine = "none"
         return self._embedded_engine
 
+    def prefix_reloads(self) -> int:
+        """Chat requests whose agent prefix had lost its engine slot to another prefix (see
+        `grse_graph.llm.slot_routing.SlotAffinity`): more than a few call for a larger
+        ``[engine] n_parallel``."""
+        return self._slot_router.prefix_reloads()
+
     async def clear_prefix_caches(self) -> int:
         """Empty the prompt cache of every embedded llama-cpp-python process and forget which
         slot held which prefix, so the requests that follow are computed as on freshly started

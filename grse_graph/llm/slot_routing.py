@@ -92,15 +92,21 @@ def priming_body(body: bytes) -> bytes | None:
 
 class SlotAffinity:
     """Which slot serves a prefix key: the slot that served it last, else the least recently
-    used slot (whose earlier keys then move on). Thread-safe."""
+    used slot (whose earlier keys then move on). Thread-safe.
+
+    `reloads` counts requests whose key had a slot and lost it to another key: each computes
+    its prefix again. More than a few mean the workload cycles through more prefixes than there
+    are slots (least recently used is then always the next one needed)."""
 
     def __init__(self, slots: int) -> None:
         if slots < 1:
             raise ValueError("a slot group needs at least one slot")
         self._slot_of: dict[str, int] = {}
+        self._evicted: set[str] = set()
         self._last_use = [0] * slots
         self._clock = 0
         self._lock = threading.Lock()
+        self.reloads = 0
 
     def slot_for(self, key: str | None) -> int:
         """The slot for ``key`` (a request without a key takes the least recently used one)."""
@@ -110,6 +116,10 @@ class SlotAffinity:
             if slot is None:
                 slot = min(range(len(self._last_use)), key=self._last_use.__getitem__)
                 if key is not None:
+                    if key in self._evicted:
+                        self.reloads += 1
+                        self._evicted.discard(key)
+                    self._evicted.update(k for k, s in self._slot_of.items() if s == slot)
                     self._slot_of = {k: s for k, s in self._slot_of.items() if s != slot}
                     self._slot_of[key] = slot
             self._last_use[slot] = self._clock
@@ -120,6 +130,7 @@ class SlotAffinity:
         freshly started group (after the slots' caches were cleared)."""
         with self._lock:
             self._slot_of = {}
+            self._evicted = set()
             self._last_use = [0] * len(self._last_use)
             self._clock = 0
 
@@ -202,6 +213,11 @@ class SlotRouter:
     def group_for(self, url: httpx.URL) -> SlotGroup | None:
         """The group whose first slot ``url`` addresses with a chat completion, if any."""
         return next((group for group in self.groups if group.routes(url)), None)
+
+    def prefix_reloads(self) -> int:
+        """Requests, over every group, whose prefix lost its slot to another prefix since it
+        was last served (see `SlotAffinity`)."""
+        return sum(group.affinity.reloads for group in self.groups)
 
     def group_at(self, base_url: str) -> SlotGroup | None:
         """The group whose first slot has this base URL, if any (an engine with one slot has

@@ -39,8 +39,9 @@ class Endpoints:
         return next(iter(self.engines.values()), None)
 
     def prompt_eval_stats(self) -> PromptEvalStats:
-        """The prompt statistics of every embedded engine, summed."""
-        return summed_stats(self.engines)
+        """The prompt statistics of every embedded engine, summed, with the routing's prefix
+        reloads."""
+        return engine_stats(self.engines, self.roles)
 
 
 def summed_stats(engines: dict[str, EngineSlots]) -> PromptEvalStats:
@@ -49,6 +50,11 @@ def summed_stats(engines: dict[str, EngineSlots]) -> PromptEvalStats:
     for engine in engines.values():
         total = total + engine.prompt_eval_stats()
     return total
+
+
+def engine_stats(engines: dict[str, EngineSlots], roles: ModelRoles) -> PromptEvalStats:
+    """The engines' prompt statistics, summed, with the routing's prefix reloads."""
+    return summed_stats(engines).model_copy(update={"prefix_reloads": roles.prefix_reloads()})
 
 
 def engine_log_path(engine_log: Path | None, model: str, first: bool) -> Path | None:
@@ -73,13 +79,13 @@ def open_endpoints(llm: LLMConfig, engine_log: Path | None = None) -> Iterator[E
             settings = llm.engine.model_copy(update={"model": model})
             log = engine_log_path(engine_log, model, first=index == 0)
             engines[model] = stack.enter_context(EngineSlots(settings, log_path=log))
-        if engines:
-            ledger.attach_engine_stats(lambda: summed_stats(engines))
         urls = {model: engine.base_url for model, engine in engines.items()}
         slots = {engine.base_url: engine.slot_urls for engine in engines.values()}
         roles = stack.enter_context(
             ModelRoles(llm, ledger, engine_url=urls or None, engine_slots=slots)
         )
+        if engines:
+            ledger.attach_engine_stats(lambda: engine_stats(engines, roles))
         yield Endpoints(roles=roles, ledger=ledger, engines=engines)
 
 

@@ -43,7 +43,7 @@ def test_version_prints_the_package_version() -> None:
 
 def test_shell_completion_script_is_offered() -> None:
     result = runner.invoke(build_app(), ["--show-completion", "bash"], prog_name="grse")
-    assert result.exit_code == 0
+    assert result.exit_code == 0, (result.output, result.exception)
     assert "_GRSE_COMPLETE=complete_bash" in result.stdout
 
 

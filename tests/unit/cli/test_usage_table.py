@@ -41,3 +41,13 @@ def test_reported_cached_tokens_are_shown_as_they_are() -> None:
     text = _printed(report)
     assert _total_row(text)[:4] == ["total", "2", "600", "250"]
     assert "engine's log" not in text
+
+
+def test_prefix_reloads_are_shown_with_what_to_change() -> None:
+    evicted = UsageReport(
+        roles={"actor": RoleUsage(calls=2)}, engine=PromptEvalStats(prefix_reloads=7)
+    )
+    assert "prefix slots: 7 chat requests" in _printed(evicted)
+    assert "n_parallel" in _printed(evicted)
+    steady = UsageReport(roles={"actor": RoleUsage(calls=2)}, engine=PromptEvalStats())
+    assert "prefix slots" not in _printed(steady)

@@ -68,6 +68,25 @@ def test_a_key_keeps_its_slot_and_a_new_key_takes_the_least_recently_used() -> N
         SlotAffinity(0)
 
 
+def test_a_key_that_lost_its_slot_counts_as_a_reload() -> None:
+    # Three prefixes in a cycle on two slots: least recently used is always the next needed.
+    cycling = SlotAffinity(2)
+    for _ in range(3):
+        for key in ("retriever", "reasoner", "critic"):
+            cycling.slot_for(key)
+    assert cycling.reloads == 6  # every request after the first three
+    # Enough slots: nothing is evicted, and keys placed after `forget` start cold uncounted.
+    steady = SlotAffinity(3)
+    for _ in range(3):
+        for key in ("retriever", "reasoner", "critic"):
+            steady.slot_for(key)
+    assert steady.reloads == 0
+    cycling.forget()
+    cycling.slot_for("retriever")
+    cycling.slot_for("reasoner")
+    assert cycling.reloads == 6
+
+
 def _recording_server(calls: list[tuple[int | None, str]]) -> httpx.MockTransport:
     def handle(request: httpx.Request) -> httpx.Response:
         calls.append((request.url.port, request.url.path))
