@@ -55,6 +55,7 @@ from grse_graph.training.run_folder import RunFolder, default_run_dir
 from grse_graph.training.runner import TrainResult, run_training
 from grse_graph.training.session import (
     Endpoints,
+    check_training_splits,
     load_training_task,
     open_endpoints,
     session_deps,
@@ -642,6 +643,10 @@ def train(
         train_config = _new_run_config(config, model, flags, probe)
         train_config, task_loaded = _with_starting_libraries(train_config, init_library, init_pack)
         run = RunFolder(out or default_run_dir(train_config.task))
+    # Read before the engine starts: a wrong task name, data path or category, or a split the
+    # run needs and the data lacks, costs one line, not an engine start and a progress display.
+    task_loaded = task_loaded or load_training_task(train_config)
+    check_training_splits(task_loaded, train_config)
     started = time.perf_counter()
     result, usage = _train(
         train_config,

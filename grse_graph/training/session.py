@@ -15,11 +15,13 @@ from typing import Any
 from grse_graph.llm import LLMConfig, ModelRoles, UsageLedger
 from grse_graph.llm.accounting import PromptEvalStats, UsageReport
 from grse_graph.llm.engine_slots import EngineSlots
+from grse_graph.methods.registry import create_method
 from grse_graph.tasks.base import Task
 from grse_graph.tasks.registry import load_task
 
 from .config import TrainConfig
 from .graph import TrainingDeps
+from .ids import train_questions, validation_ids
 from .progress import ProgressCallback
 from .run_folder import RunFolder
 
@@ -94,6 +96,21 @@ def load_training_task(config: TrainConfig) -> Task:
     `config.category` when one is set."""
     task: Task = load_task(config.task, data=config.data, category=config.category)
     return task
+
+
+def check_training_splits(task: Task, config: TrainConfig) -> None:
+    """Check every split the run will read: the train split, the probe's split under probe
+    credit, and the validation split when the method validates in any round (a one-line
+    `GrseError` otherwise). Called before an engine starts, so a split the data lacks costs no
+    engine start."""
+    train_questions(task)
+    if config.probe is not None:
+        task.split(config.probe.split)
+    method = create_method(config.method)
+    # One round past the last: a method may measure its final libraries there (SkillMAS).
+    policies = [method.commit_policy(i, config.iterations) for i in range(1, config.iterations + 2)]
+    if any(policy.kind == "gate" or policy.validate_base for policy in policies):
+        validation_ids(task, config)
 
 
 def session_deps(

@@ -41,7 +41,10 @@ def test_version_prints_the_package_version() -> None:
     assert result.stdout.strip() == f"grse {__version__}"
 
 
-def test_shell_completion_script_is_offered() -> None:
+def test_shell_completion_script_is_offered(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without this, typer ignores "bash" and detects the shell from the process tree, which a
+    # run started from a background job or a service has none of ("Shell  not supported.").
+    monkeypatch.setenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", "1")
     result = runner.invoke(build_app(), ["--show-completion", "bash"], prog_name="grse")
     assert result.exit_code == 0, (result.output, result.exception)
     assert "_GRSE_COMPLETE=complete_bash" in result.stdout
