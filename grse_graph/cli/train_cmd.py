@@ -191,8 +191,8 @@ def _train(
     *,
     resume: bool,
     console: Console,
+    task: Task,
     checkpointer: CheckpointerSpec | None = None,
-    task: Task | None = None,
 ) -> tuple[TrainResult, dict[str, Any]]:
     terminal = TerminalReviewer(console)
     with open_endpoints(llm, engine_log=run.path / "engine.log") as endpoints:
@@ -517,22 +517,18 @@ def _new_run_config(
 
 
 def _with_starting_libraries(
-    train_config: TrainConfig, init_library: list[str] | None, init_pack: Path | None
-) -> tuple[TrainConfig, Task | None]:
-    """The config with the folders the run starts from, and the task when they had to be
-    checked against its team (None otherwise: the session loads it)."""
+    train_config: TrainConfig, task: Task, init_library: list[str] | None, init_pack: Path | None
+) -> TrainConfig:
+    """The config with the folders the run starts from, checked against the task's team."""
     # `--init-library` flags replace the TOML's table, as every flag does.
     libraries = (
         init_library_folders(init_library) if init_library else dict(train_config.init_libraries)
     )
     if not libraries and init_pack is None:
-        return train_config, None
-    task_loaded = load_training_task(train_config)
-    team = default_team(
-        task_loaded, skill_mode=train_config.skill_mode, topology=train_config.topology
-    )
+        return train_config
+    team = default_team(task, skill_mode=train_config.skill_mode, topology=train_config.topology)
     folders = starting_folders(libraries, init_pack, team.agent_names)
-    return train_config.model_copy(update={"init_libraries": folders}), task_loaded
+    return train_config.model_copy(update={"init_libraries": folders})
 
 
 def _print_outcome(
@@ -611,9 +607,11 @@ def train(
     if export is not None:
         # Refused before training, not after it: an unwritable pack must not cost a run.
         check_pack_destination(export)
-    task_loaded: Task | None = None
+    # The task is read before the engine starts: a wrong task name, data path or category, or a
+    # split the run needs and the data lacks, costs one line, not an engine start.
     if resume is not None:
         run, train_config = _resumed_run(resume, method, review, init_pack)
+        task_loaded = load_training_task(train_config)
     else:
         flags = {
             "task": task,
@@ -641,11 +639,9 @@ def train(
         }
         probe = (probe_credit, probe_questions, probe_budget, probe_confidence)
         train_config = _new_run_config(config, model, flags, probe)
-        train_config, task_loaded = _with_starting_libraries(train_config, init_library, init_pack)
+        task_loaded = load_training_task(train_config)
+        train_config = _with_starting_libraries(train_config, task_loaded, init_library, init_pack)
         run = RunFolder(out or default_run_dir(train_config.task))
-    # Read before the engine starts: a wrong task name, data path or category, or a split the
-    # run needs and the data lacks, costs one line, not an engine start and a progress display.
-    task_loaded = task_loaded or load_training_task(train_config)
     check_training_splits(task_loaded, train_config)
     started = time.perf_counter()
     result, usage = _train(

@@ -212,8 +212,8 @@ class EngineSettings(BaseModel):
     for every question, since the agents alternate). The default 6 holds the demo team's five
     prefixes (multi-hop retriever and reasoner, memory retriever with and without its grep tool,
     memory reasoner): with 4 slots the least recently used one was always the next one needed,
-    so every question recomputed its prefixes (24 demo test questions, six skills: 296 s with 4
-    slots, 193 s with 6 on a later day, the same answers). ``threads`` None means one
+    so every question recomputed its prefixes (24 demo test questions, six skills, side by side:
+    294 s with 4 slots, 186 s with 6, the same answers). ``threads`` None means one
     per CPU core. ``allow_amx`` False keeps ggml off Intel AMX kernels (some virtual machines
     advertise AMX but fault on it; see `grse_graph.llm.childproc`). ``build_if_missing``: with
     ``engine = "llama-server"`` and no binary found, build it into the cache first

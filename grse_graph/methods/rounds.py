@@ -159,3 +159,8 @@ class CommitPolicy(BaseModel):
 
     kind: CommitKind = "gate"
     validate_base: bool = True
+
+    @property
+    def runs_validation(self) -> bool:
+        """Whether the round runs the validation set at all (the gate always does)."""
+        return self.kind == "gate" or self.validate_base

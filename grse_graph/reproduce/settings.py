@@ -15,8 +15,9 @@ SETTINGS_FILE = "settings.json"
 
 
 def default_paper_dir() -> Path:
-    """`evals/paper/` of the checkout this package runs from."""
-    return Path(__file__).resolve().parents[2] / "evals" / "paper"
+    """The paper's settings and numbers shipped inside the package (`grse_graph/reproduce/paper`;
+    a checkout's `evals/paper` links there), so an installed package reproduces too."""
+    return Path(__file__).resolve().parent / "paper"
 
 
 class _Frozen(BaseModel):

@@ -108,8 +108,8 @@ def check_training_splits(task: Task, config: TrainConfig) -> None:
         task.split(config.probe.split)
     method = create_method(config.method)
     # One round past the last: a method may measure its final libraries there (SkillMAS).
-    policies = [method.commit_policy(i, config.iterations) for i in range(1, config.iterations + 2)]
-    if any(policy.kind == "gate" or policy.validate_base for policy in policies):
+    rounds = range(1, config.iterations + 2)
+    if any(method.commit_policy(i, config.iterations).runs_validation for i in rounds):
         validation_ids(task, config)
 
 

@@ -41,7 +41,7 @@ def variants(state: TrainingState, policy: CommitPolicy) -> Variants:
     """Library paths and hashes of the variants the policy validates: the base (unless the
     policy skips validation) and, under the gate, each candidate agent's variant."""
     found: Variants = {}
-    if policy.kind == "gate" or policy.validate_base:
+    if policy.runs_validation:
         found[BASE_VARIANT] = (dict(state["libraries"]), dict(state["library_hashes"]))
     if policy.kind != "gate":
         return found
@@ -175,7 +175,7 @@ class ValidationStage:
 
     def base_score(self, state: TrainingState, policy: CommitPolicy) -> float | None:
         """The base libraries' validation score (None when the policy did not validate)."""
-        if policy.kind != "gate" and not policy.validate_base:
+        if not policy.runs_validation:
             return None
         return self.score(state["library_hashes"], self.ctx.prior_state(state["iteration"]))
 
@@ -248,7 +248,7 @@ class ValidationStage:
             for agent, lib in next_libraries.items()
         }
         self.commit_state(state, policy)
-        validated_here = policy.kind == "gate" or policy.validate_base
+        validated_here = policy.runs_validation
         record = GateRecord(
             iteration=iteration,
             base_score=base,
