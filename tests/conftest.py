@@ -44,3 +44,49 @@ def shared_data_dir() -> Path:
     if not path.is_dir():
         pytest.skip("../shared/data not present")
     return path
+
+
+ALLOWED_SKIPS_FILE = REPO_ROOT / ".ci" / "allowed_skips.txt"
+"""The named tests CI lets skip: one node-id prefix a line, `#` starts a reason."""
+
+
+def _allowed_skip_prefixes() -> list[str]:
+    if not ALLOWED_SKIPS_FILE.is_file():
+        return []
+    lines = ALLOWED_SKIPS_FILE.read_text(encoding="utf-8").splitlines()
+    return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
+
+
+def _unlisted_skips(session: pytest.Session) -> list[str]:
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return []
+    allowed = _allowed_skip_prefixes()
+    unlisted = []
+    for report in reporter.stats.get("skipped", []):
+        nodeid = getattr(report, "nodeid", "")
+        if "shared_data" in getattr(report, "keywords", {}):
+            continue
+        if any(nodeid.startswith(prefix) for prefix in allowed):
+            continue
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        unlisted.append(f"{nodeid}: {reason}")
+    return unlisted
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """On CI (`CI=true`, as .ci/run runs), a skip is a failure unless the test needs
+    ../shared (`shared_data`) or is named in .ci/allowed_skips.txt: a skipped engine test
+    must not read as a pass."""
+    if os.environ.get("CI") != "true":
+        return
+    unlisted = _unlisted_skips(session)
+    if not unlisted:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"{len(unlisted)} skip(s) not allowed on CI (.ci/allowed_skips.txt):")
+        for line in unlisted:
+            reporter.write_line(f"  {line}")
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
