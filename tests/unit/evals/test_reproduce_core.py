@@ -72,7 +72,7 @@ def test_every_paper_table_file_loads_and_missing_numbers_stay_missing() -> None
         paper = load_paper(name)
         assert paper.table == name
     assert load_paper("table1").value("GRSE", "f1") is None
-    assert load_paper("table5").value("GRSE", "separation") == 0.31
+    assert load_paper("table5").value("separation", "GRSE:u1") == 0.31
 
 
 def test_a_missing_paper_file_is_one_config_error(tmp_path: Path) -> None:
