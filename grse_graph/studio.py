@@ -132,7 +132,11 @@ def _load_team(context: Mapping[str, Any]) -> tuple[Task, TeamSpec]:
     )
     mode: SkillMode = context.get("skill_mode", "inline")
     team = default_team(
-        task, _libraries(context), skill_mode=mode, topology=context.get("topology", "sequential")
+        task,
+        _libraries(context),
+        skill_mode=mode,
+        topology=context.get("topology", "sequential"),
+        tool_protocol=context.get("tool_protocol", "function"),
     )
     return task, team
 

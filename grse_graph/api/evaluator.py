@@ -41,6 +41,7 @@ def evaluate(
     team: TeamSpec | None = None,
     skill_mode: SkillMode = "inline",
     topology: str = "sequential",
+    tool_protocol: str = "function",
     concurrency: int | None = None,
     progress: bool = False,
 ) -> EvalSummary:
@@ -50,17 +51,20 @@ def evaluate(
     `libraries`: by agent (a `SkillLibrary` or its folder), or a pack path; agents without one
     run without skills. `out`: the evaluation folder (default runs/team-<task>-<split>); a
     finished question in it is not asked again. `task`, `data` and `category` as for `train`;
-    `team` replaces the task's default team (`skill_mode` and `topology` shape the default
-    one only). Models: `provider`, else the roles of `llm`, with the embedded engine started
-    for the evaluation when a role uses it (`open_endpoints`, as for `train`). `progress` prints
-    the progress bar and the summary table.
+    `team` replaces the task's default team (`skill_mode`, `topology` and `tool_protocol`,
+    function calling or the paper's text calls, shape the default one only). Models:
+    `provider`, else the roles of `llm`, with the embedded engine started for the evaluation
+    when a role uses it (`open_endpoints`, as for `train`). `progress` prints the progress bar
+    and the summary table.
     """
     loaded = resolve_task(task, data=data, category=category)
     # `with_topology` checks the name at once, as `grse eval --topology` does.
     base = (
         team
         if team is not None
-        else default_team(loaded, skill_mode=skill_mode).with_topology(topology)
+        else default_team(loaded, skill_mode=skill_mode, tool_protocol=tool_protocol).with_topology(
+            topology
+        )
     )
     spec = team_with(base, resolve_libraries(libraries))
     folder = Path(out) if out is not None else Path("runs") / f"team-{loaded.name}-{split}"

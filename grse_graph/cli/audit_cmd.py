@@ -45,6 +45,7 @@ from .eval_cmd import (
     DataOption,
     ModelOption,
     TaskOption,
+    ToolProtocolOption,
     actor_provider,
     library_options,
     options_team,
@@ -124,13 +125,14 @@ def audit_team(
     *,
     skill_mode: str = "inline",
     topology: str = "sequential",
+    tool_protocol: str = "function",
 ) -> TeamSpec:
     """The task's team carrying the libraries to audit (one-line `GrseError`s for a bad path,
     a folder that is not a library or pack, or both or neither way of giving them)."""
     mode = library_options(skill_mode, libraries, pack)
     if pack is None and not libraries:
         raise ConfigError("nothing to audit: give --library AGENT=DIR (repeatable) or --pack PACK")
-    return options_team(task, libraries, pack, mode, topology)
+    return options_team(task, libraries, pack, mode, topology, tool_protocol)
 
 
 def audit_questions(task: Task, split: str, limit: int) -> list[TaskQuestion]:
@@ -211,6 +213,7 @@ def audit_command(
     out: OutOption = None,
     skill_mode: SkillModeOption = "inline",
     topology: TopologyOption = "sequential",
+    tool_protocol: ToolProtocolOption = "function",
     category: CategoryOption = None,
     config: ConfigOption = None,
     model: ModelOption = None,
@@ -226,7 +229,14 @@ def audit_command(
     same audit again resumes. --json prints only the per-skill list on stdout.
     """
     loaded = load_task(task, data, category=category)
-    spec = audit_team(loaded, library or [], pack, skill_mode=skill_mode, topology=topology)
+    spec = audit_team(
+        loaded,
+        library or [],
+        pack,
+        skill_mode=skill_mode,
+        topology=topology,
+        tool_protocol=tool_protocol,
+    )
     questions = audit_questions(loaded, split, limit)
     settings = ProbeSettings(budget=budget, split=split)
     plan = check_plan(spec, questions, settings)

@@ -244,16 +244,31 @@ def library_options(skill_mode: str, libraries: Sequence[str], pack: Path | None
     return cast(SkillMode, skill_mode)
 
 
+ToolProtocolOption = Annotated[
+    str,
+    typer.Option(
+        "--tool-protocol",
+        help="How the agents call their tools: function (function calling) or text (the "
+        "paper's <grep>pattern</grep> calls, parsed by the environment).",
+    ),
+]
+
+
 def options_team(
-    task: Task, libraries: Sequence[str], pack: Path | None, mode: SkillMode, topology: str
+    task: Task,
+    libraries: Sequence[str],
+    pack: Path | None,
+    mode: SkillMode,
+    topology: str,
+    tool_protocol: str = "function",
 ) -> TeamSpec:
-    """The task's team with the `--pack` or `--library AGENT=DIR` libraries, `--skill-mode`
-    and `--topology`."""
+    """The task's team with the `--pack` or `--library AGENT=DIR` libraries, `--skill-mode`,
+    `--topology` and `--tool-protocol`."""
     if pack is not None:
         spec = pack_team(pack, task, skill_mode=mode)
     else:
         spec = default_team(task, load_libraries(list(libraries)), skill_mode=mode)
-    return spec.with_topology(topology)
+    return spec.with_topology(topology).with_tool_protocol(tool_protocol)
 
 
 def eval_command(
@@ -277,6 +292,7 @@ def eval_command(
             "--topology", help=f"How the agents are connected: {', '.join(TOPOLOGY_NAMES)}."
         ),
     ] = "sequential",
+    tool_protocol: ToolProtocolOption = "function",
     limit: LimitOption = None,
     out: OutOption = None,
     config: ConfigOption = None,
@@ -300,7 +316,7 @@ def eval_command(
     """Evaluate the two-agent team (greedy decoding) on a task split; resumable."""
     mode = library_options(skill_mode, library or [], pack)
     loaded = load_task(task, data, category=category)
-    spec = options_team(loaded, library or [], pack, mode, topology)
+    spec = options_team(loaded, library or [], pack, mode, topology, tool_protocol)
     run = SplitRun(
         split=split, limit=limit, out=out, config=config, concurrency=concurrency, model=model
     )

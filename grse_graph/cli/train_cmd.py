@@ -358,6 +358,14 @@ TopologyOpt = Annotated[
     str | None,
     every_method_option(f"team topology: {' | '.join(TOPOLOGY_NAMES)} (default sequential)"),
 ]
+ToolProtocolOpt = Annotated[
+    str | None,
+    every_method_option(
+        "how the agents call their tools: function (default) | text (the paper's "
+        "<grep>pattern</grep> calls parsed by the environment; the default with --paper-mode)",
+        "--tool-protocol",
+    ),
+]
 CategoryOpt = Annotated[
     str | None, every_method_option("train on one question category (e.g. LoCoMo's)")
 ]
@@ -565,6 +573,7 @@ def train(
     data: DataOpt = None,
     method: MethodOpt = None,
     topology: TopologyOpt = None,
+    tool_protocol: ToolProtocolOpt = None,
     category: CategoryOpt = None,
     iterations: IterationsOpt = None,
     batch_size: BatchSizeOpt = None,
@@ -618,6 +627,7 @@ def train(
             "data": data,
             "category": category,
             "topology": topology,
+            "tool_protocol": tool_protocol,
             "method": method,
             "iterations": iterations,
             "group_size": group_size,
@@ -675,13 +685,20 @@ def _demo_config(
     iterations: int,
     batch_size: int,
     test_limit: int | None,
+    tool_protocol: str | None = None,
 ) -> tuple[TrainConfig, int]:
     """The demo's config and its test limit: learning from empty libraries (first
-    DEMO_TEST_LIMIT test questions by default), or repairing the planted one (all)."""
+    DEMO_TEST_LIMIT test questions by default), or repairing the planted one (all).
+    `tool_protocol` None keeps the config's default (function calling)."""
+    changes: dict[str, Any] = {
+        "iterations": iterations,
+        "batch_size": batch_size,
+        "tool_protocol": tool_protocol,
+    }
     if planted is None:
-        config = learning_config(iterations=iterations, batch_size=batch_size)
+        config = learning_config(**changes)
         return config, DEMO_TEST_LIMIT if test_limit is None else test_limit
-    config = repair_config(planted, probe=probe, iterations=iterations, batch_size=batch_size)
+    config = repair_config(planted, probe=probe, **changes)
     return config, 0 if test_limit is None else test_limit
 
 
@@ -750,6 +767,14 @@ def demo(
         str | None,
         typer.Option(help="embedded model of the optimizer (default: the demo's choice)"),
     ] = None,
+    tool_protocol: Annotated[
+        str | None,
+        typer.Option(
+            "--tool-protocol",
+            help="how the retriever calls grep: function (default) or text (the paper's "
+            "<grep>pattern</grep> calls parsed by the environment)",
+        ),
+    ] = None,
 ) -> None:
     """The main job: repair the demo task's planted library with GRSE (probe credit on) on
     the embedded engine, then compare the planted and the repaired libraries on the demo
@@ -758,7 +783,12 @@ def demo(
     started = time.perf_counter()
     planted = None if from_empty else demo_planted()
     config, limit = _demo_config(
-        planted, probe=probe, iterations=iterations, batch_size=batch_size, test_limit=test_limit
+        planted,
+        probe=probe,
+        iterations=iterations,
+        batch_size=batch_size,
+        test_limit=test_limit,
+        tool_protocol=tool_protocol,
     )
     run = RunFolder(out or default_run_dir("demo"))
     llm = load_config(

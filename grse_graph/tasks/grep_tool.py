@@ -139,6 +139,17 @@ def format_result(query: str, result: GrepResult, max_results: int) -> str:
     return note + head + ":\n" + "\n".join(result.lines)
 
 
+def pattern_problem(query: str) -> str | None:
+    """Why `query` is not a valid regular expression (the search then takes it as plain
+    text), or None when it is one. The ``text`` tool protocol counts such a call as an
+    `invalid_argument` event (`grse_graph.team.text_calls`)."""
+    try:
+        regex.compile(query.strip(), regex.IGNORECASE)
+    except regex.error as error:
+        return f"'{query.strip()}' is not a valid regular expression ({error})"
+    return None
+
+
 class _CallBudget:
     """Calls left for one tool instance (one rollout)."""
 

@@ -3,7 +3,7 @@
 from .agent import PresampledReply
 from .answer import extract_answer
 from .graph import build_team_graph, compose_input, input_ref, question_kind
-from .rollout import Rollout, Step, StepUsage, ToolCallRecord
+from .rollout import CallEvent, Rollout, Step, StepUsage, ToolCallRecord
 from .run import run_rollout, sample_openings
 from .spec import (
     FIRST_AGENT,
@@ -16,6 +16,14 @@ from .spec import (
     default_team,
 )
 from .state import TeamState
+from .tool_protocols import (
+    TOOL_PROTOCOL_NAMES,
+    TOOL_PROTOCOLS,
+    FunctionCalling,
+    TextCalls,
+    ToolProtocol,
+    ToolProtocolRegistry,
+)
 from .topology import (
     TOPOLOGIES,
     TOPOLOGY_NAMES,
@@ -31,12 +39,16 @@ from .topology import (
 __all__ = [
     "FIRST_AGENT",
     "SECOND_AGENT",
+    "TOOL_PROTOCOLS",
+    "TOOL_PROTOCOL_NAMES",
     "TOPOLOGIES",
     "TOPOLOGY_NAMES",
     "AgentNodeFactory",
     "AgentSpec",
+    "CallEvent",
     "DelegatingTopology",
     "Delegation",
+    "FunctionCalling",
     "OpeningTurn",
     "PresampledReply",
     "QuestionKind",
@@ -48,7 +60,10 @@ __all__ = [
     "TeamSpec",
     "TeamState",
     "TeamTopology",
+    "TextCalls",
     "ToolCallRecord",
+    "ToolProtocol",
+    "ToolProtocolRegistry",
     "Topology",
     "TopologyRegistry",
     "build_team_graph",

@@ -1,4 +1,9 @@
-"""One agent's turn: system prompt with skills, a bounded tool loop, and the recorded `Step`."""
+"""One agent's turn: system prompt with skills, a bounded tool loop, and the recorded `Step`.
+
+The loop here is the ``function`` tool protocol (OpenAI function calling); the pieces every
+protocol shares (the turn's input, usage metering, opening messages, running one tool) live
+here too, and `grse_graph.team.tool_protocols` chooses the loop.
+"""
 
 from __future__ import annotations
 
@@ -64,7 +69,7 @@ def usage_of(reply: AIMessage, latency_s: float) -> StepUsage:
     )
 
 
-class _UsageMeter:
+class UsageMeter:
     """Sums token usage and latency over the model calls of one turn."""
 
     def __init__(self) -> None:
@@ -73,6 +78,7 @@ class _UsageMeter:
     async def call(
         self, model: Any, messages: Sequence[BaseMessage], config: RunnableConfig | None
     ) -> AIMessage:
+        """One model call on `messages`, its usage added to the turn's."""
         started = time.perf_counter()
         reply = await model.ainvoke(list(messages), config=config)
         elapsed = time.perf_counter() - started
@@ -82,6 +88,7 @@ class _UsageMeter:
         return reply
 
     def take(self, presampled: PresampledReply) -> AIMessage:
+        """Use a presampled reply as this turn's call (its share of the usage counts)."""
         self.usage += presampled.usage
         return presampled.message
 
@@ -97,7 +104,7 @@ def _render_result(result: Any) -> str:
         return str(result)
 
 
-async def _execute(
+async def execute_tool(
     tool: BaseTool, args: dict[str, Any], config: RunnableConfig | None
 ) -> ToolCallRecord:
     """Run one tool call. A tool that raises is recorded as a failed call, not a failed rollout:
@@ -141,28 +148,38 @@ def _bind(
     return model.bind_tools(offered)
 
 
-def _max_turns(turn: AgentTurnInput) -> int:
+def max_model_calls(turn: AgentTurnInput) -> int:
+    """The model calls one turn may make: one per call its budgets allow, plus the answer."""
     return turn.max_tool_calls + turn.max_skill_loads + 1
 
 
-def _opening_messages(turn: AgentTurnInput) -> list[BaseMessage]:
+def opening_messages(turn: AgentTurnInput) -> list[BaseMessage]:
+    """The turn's first messages in its prompt layout (system prompt, task input)."""
     layout = PROMPT_LAYOUTS[turn.prompt_layout]
     return layout(turn.system_prompt, turn.user_input, turn.shared_input)
 
 
 async def sample_first_replies(
-    model: BaseChatModel, turn: AgentTurnInput, n: int, config: RunnableConfig | None = None
+    model: BaseChatModel,
+    turn: AgentTurnInput,
+    n: int,
+    config: RunnableConfig | None = None,
+    *,
+    with_tools: bool = True,
 ) -> list[PresampledReply]:
     """The turn's first model call made once with `n` choices (OpenAI `n`), for a group of
-    rollouts that share its prompt: the engine computes the prompt once.
+    rollouts that share its prompt: the engine computes the prompt once. `with_tools` False
+    makes the call without the turn's tools bound (a protocol whose calls are written as text).
 
     Returns the choices the server sent; a server that ignores `n` sends one, and callers make
     the missing calls themselves. Each choice's usage is an equal share of the call's (the
     response reports one usage for all choices); the first share carries the call count.
     """
-    offered = _offered_tools(turn, 0, 0)
+    offered = _offered_tools(turn, 0, 0) if with_tools else []
     runnable: Any = (
-        _bind(model, turn, offered, first_call=True) if offered and _max_turns(turn) > 1 else model
+        _bind(model, turn, offered, first_call=True)
+        if offered and max_model_calls(turn) > 1
+        else model
     )
     # bind_tools returns the model wrapped with its tool arguments; `agenerate` (which keeps
     # every choice, unlike `ainvoke`) lives on the model itself.
@@ -173,7 +190,7 @@ async def sample_first_replies(
     started = time.perf_counter()
     config = config or {}
     result = await target.agenerate(
-        [_opening_messages(turn)],
+        [opening_messages(turn)],
         callbacks=config.get("callbacks"),
         tags=config.get("tags"),
         metadata=config.get("metadata"),
@@ -217,7 +234,9 @@ async def run_agent_turn(
     config: RunnableConfig | None = None,
     first_reply: PresampledReply | None = None,
 ) -> Step:
-    """Run one agent: model calls with tools until it answers in text or its budgets run out.
+    """Run one agent by OpenAI function calling (the ``function`` tool protocol,
+    `grse_graph.team.tool_protocols`): model calls with tools until it answers in text or its
+    budgets run out.
 
     Task-tool calls are capped by `max_tool_calls` and skill loads by `max_skill_loads`; once a
     budget is spent that tool is no longer offered, and a call beyond it is answered with an
@@ -227,13 +246,13 @@ async def run_agent_turn(
     tool results go back as user messages and a reply that answers while tools are offered is
     asked again without them. Model and HTTP errors propagate to the caller.
     """
-    meter = _UsageMeter()
-    messages = _opening_messages(turn)
+    meter = UsageMeter()
+    messages = opening_messages(turn)
     records: list[ToolCallRecord] = []
     task_calls = 0
     skill_loads = 0
     by_name = {t.name: t for t in turn.task_tools}
-    max_turns = _max_turns(turn)
+    max_turns = max_model_calls(turn)
     transcript = tool_transcript(model)
     reply = AIMessage(content="")
     for model_call in range(max_turns):
@@ -259,7 +278,7 @@ async def run_agent_turn(
                     )
                 else:
                     skill_loads += 1
-                    record = await _execute(turn.skill_tool, args, config)
+                    record = await execute_tool(turn.skill_tool, args, config)
             elif name in by_name:
                 if task_calls >= turn.max_tool_calls:
                     record = ToolCallRecord(
@@ -267,7 +286,7 @@ async def run_agent_turn(
                     )
                 else:
                     task_calls += 1
-                    record = await _execute(by_name[name], args, config)
+                    record = await execute_tool(by_name[name], args, config)
             else:
                 # An invented tool name still spends budget, so a confused model cannot loop.
                 task_calls += 1

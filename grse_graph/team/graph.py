@@ -35,6 +35,7 @@ from .disclosure import SKILL_TOOL_NAMES, disclose
 from .rollout import Step
 from .spec import AgentSpec, QuestionKind, TeamSpec
 from .state import TeamState
+from .tool_protocols import TOOL_PROTOCOLS, ToolProtocol, ToolProtocolRegistry, with_instructions
 from .topology import AgentNode, Delegation
 
 
@@ -96,9 +97,24 @@ def agent_turn_input(
     position: int,
     kind: QuestionKind,
     previous: Sequence[Step],
+    protocols: ToolProtocolRegistry = TOOL_PROTOCOLS,
 ) -> tuple[AgentTurnInput, SkillUseRecorder | None]:
     """One agent's turn on a question after the `previous` steps, and the recorder of its skill
-    loads (tool and path modes with a non-empty library only)."""
+    loads (tool and path modes with a non-empty library only). The system prompt ends with the
+    instructions of the agent's tool protocol (resolved in `protocols`), if it has any."""
+    turn, recorder = _bare_turn_input(task, question, agent, position, kind, previous)
+    return with_instructions(turn, protocols.resolve(agent.tool_protocol)), recorder
+
+
+def _bare_turn_input(
+    task: Task,
+    question: TaskQuestion,
+    agent: AgentSpec,
+    position: int,
+    kind: QuestionKind,
+    previous: Sequence[Step],
+) -> tuple[AgentTurnInput, SkillUseRecorder | None]:
+    """`agent_turn_input` before the tool protocol's instructions."""
     disclosure = disclose(agent.skill_mode, agent.role_for(kind), agent.library)
     task_input = task.render_input(question)
     user_input = compose_input(task_input, previous, agent)
@@ -129,10 +145,12 @@ def main_turn_input(
     kind: QuestionKind,
     delegation: Delegation,
     delegates: Sequence[BaseTool],
+    protocols: ToolProtocolRegistry = TOOL_PROTOCOLS,
 ) -> tuple[AgentTurnInput, SkillUseRecorder | None]:
     """A main agent's turn: the question only, its delegation tools first (sharing its tool
-    budget with its own task tools), and the delegation note after its role and skills."""
-    turn, recorder = agent_turn_input(task, question, agent, position, kind, ())
+    budget with its own task tools), and the delegation note after its role and skills (then
+    its tool protocol's instructions, which cover the delegation tools)."""
+    turn, recorder = _bare_turn_input(task, question, agent, position, kind, ())
     turn = turn.model_copy(
         update={
             "system_prompt": f"{turn.system_prompt}\n\n{delegation_note(delegation)}",
@@ -143,7 +161,7 @@ def main_turn_input(
             "force_first_tool": delegation.force_first or turn.force_first_tool,
         }
     )
-    return turn, recorder
+    return with_instructions(turn, protocols.resolve(agent.tool_protocol)), recorder
 
 
 def _never_called(agent: str) -> DelegateRunner:
@@ -162,11 +180,14 @@ def first_turn_input(spec: TeamSpec, task: Task, question: TaskQuestion) -> Agen
     agent = spec.agent(opening.agent)
     position = spec.agent_names.index(agent.name)
     kind = question_kind(task, question, spec.agents[0])
+    protocols = spec.tool_protocols
     if opening.delegation is None:
-        return agent_turn_input(task, question, agent, position, kind, ())[0]
+        return agent_turn_input(task, question, agent, position, kind, (), protocols)[0]
     # Only the tools' schemas reach the model here: the opening call is sampled, not executed.
     delegates = [make_delegate_tool(a, _never_called(a)) for a in opening.delegation.sub_agents]
-    return main_turn_input(task, question, agent, position, kind, opening.delegation, delegates)[0]
+    return main_turn_input(
+        task, question, agent, position, kind, opening.delegation, delegates, protocols
+    )[0]
 
 
 def reusable_step(replay: Sequence[Step], turn: AgentTurnInput) -> Step | None:
@@ -196,9 +217,14 @@ async def run_recorded_turn(
     recorder: SkillUseRecorder | None,
     config: RunnableConfig,
     opening: PresampledReply | None = None,
+    protocol: ToolProtocol | None = None,
 ) -> Step:
-    """Run one agent turn and record the skills it loaded."""
-    step = await run_agent_turn(model, turn, config, first_reply=opening)
+    """Run one agent turn by its tool `protocol` (None: function calling) and record the
+    skills it loaded."""
+    if protocol is None:
+        step = await run_agent_turn(model, turn, config, first_reply=opening)
+    else:
+        step = await protocol.run(model, turn, config, opening)
     if recorder is None:
         return step
     # Inline skills cannot be attributed reliably from the text, so only tool-mode loads count
@@ -242,13 +268,14 @@ class AgentNodes:
             opening = state.opening if fresh else None
             if delegation is None:
                 turn, recorder = agent_turn_input(
-                    task, question, agent, position, kind, state.steps
+                    task, question, agent, position, kind, state.steps, spec.tool_protocols
                 )
                 recorded = reusable_step(state.replay, turn) if self.greedy else None
+                protocol = spec.tool_protocols.resolve(agent.tool_protocol)
                 steps = [
                     recorded
                     if recorded is not None
-                    else await run_recorded_turn(model, turn, recorder, config, opening)
+                    else await run_recorded_turn(model, turn, recorder, config, opening, protocol)
                 ]
             else:
                 steps = await _delegating_turn(
@@ -298,11 +325,13 @@ async def _delegating_turn(
         position = spec.agent_names.index(name)
 
         async def run(request: str) -> str:
-            turn, recorder = agent_turn_input(task, question, sub, position, kind, ())
+            protocols = spec.tool_protocols
+            turn, recorder = agent_turn_input(task, question, sub, position, kind, (), protocols)
             earlier = exchanges if delegation.history else ()
             user_input = compose_request(turn.user_input, main_agent.name, request, earlier)
             turn = turn.model_copy(update={"user_input": user_input})
-            step = await run_recorded_turn(model, turn, recorder, config)
+            protocol = protocols.resolve(sub.tool_protocol)
+            step = await run_recorded_turn(model, turn, recorder, config, None, protocol)
             sub_steps.append(step)
             exchanges.append(Exchange(agent=name, request=request, response=step.output))
             sections = step_sections(step, with_tool_results=main_agent.sees_tool_results)
@@ -311,10 +340,12 @@ async def _delegating_turn(
         return run
 
     delegates = [make_delegate_tool(name, runner(name)) for name in delegation.sub_agents]
+    protocols = spec.tool_protocols
     turn, recorder = main_turn_input(
-        task, question, main_agent, main_position, kind, delegation, delegates
+        task, question, main_agent, main_position, kind, delegation, delegates, protocols
     )
-    main_step = await run_recorded_turn(model, turn, recorder, config, opening)
+    protocol = protocols.resolve(main_agent.tool_protocol)
+    main_step = await run_recorded_turn(model, turn, recorder, config, opening, protocol)
     return [*sub_steps, main_step]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from grse_graph.counts import Counts
@@ -14,6 +16,24 @@ class ToolCallRecord(BaseModel):
     arguments: dict[str, object] = Field(default_factory=dict)
     result: str = ""
     error: str | None = None
+
+
+CallEventKind = Literal[
+    "unclosed", "empty", "nested", "unopened", "invalid_argument", "over_budget"
+]
+"""What went wrong with a tool call an agent wrote as text (`grse_graph.team.tag_calls`):
+an opening tag never closed, nothing between the tags, a tag inside a call, a closing tag
+without its opening one, an argument the tool cannot read as meant (a grep pattern that is not
+a valid regular expression: it is run as plain text), or a call beyond the turn's budget (not
+run)."""
+
+
+class CallEvent(BaseModel):
+    """One problem with a written tool call, told to the agent and counted (`Step.call_events`)."""
+
+    kind: CallEventKind
+    tool: str
+    text: str = Field(description="the call as the agent wrote it (cut to a few hundred chars)")
 
 
 class ModelCallTokens(Counts):
@@ -51,6 +71,9 @@ class Step(BaseModel):
     # its skills were all in the system prompt, or in records written before it was kept.
     skills_hash: str | None = None
     usage: StepUsage = Field(default_factory=StepUsage)
+    # Problems with the tool calls the agent wrote as text (the ``text`` tool protocol): each is
+    # also in `tool_calls` as a call with an error, or (invalid_argument) a call that ran.
+    call_events: list[CallEvent] = Field(default_factory=list)
     # True when the step was taken from an earlier greedy execution (`TeamState.replay`)
     # instead of calling the model: its usage is that execution's, not paid again.
     reused: bool = False

@@ -13,7 +13,7 @@ from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
 from grse_graph.tasks.base import Task, TaskQuestion
 from grse_graph.tracing import traced_config
 
-from .agent import PresampledReply, sample_first_replies
+from .agent import PresampledReply
 from .graph import build_team_graph, first_turn_input
 from .rollout import Rollout, Step
 from .spec import TeamSpec
@@ -120,4 +120,5 @@ async def sample_openings(
         "tags": ["grse-team"],
     }
     config, _ = traced_config(config, parent)  # nested in the caller's trace, like run_rollout
-    return await sample_first_replies(model, turn, n, config)
+    protocol = spec.tool_protocols.resolve(spec.agent(turn.agent).tool_protocol)
+    return await protocol.sample_opening(model, turn, n, config)

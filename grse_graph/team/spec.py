@@ -18,6 +18,7 @@ from grse_graph.tasks.base import Task
 from .kinds import QuestionKind, SkillMode
 from .layout import PromptLayout
 from .prompts import load_prompt
+from .tool_protocols import FUNCTION_PROTOCOL, TOOL_PROTOCOLS, ToolProtocolRegistry
 from .topology import TOPOLOGIES, OpeningTurn, TopologyRegistry
 
 # A topology name, resolved in the team's `topologies` registry (built-in: sequential,
@@ -48,6 +49,9 @@ class AgentSpec(BaseModel):
     of earlier agents into this agent's input, so a reasoner reads the retrieved turns verbatim.
     `prompt_layout` orders the opening messages (`grse_graph.team.layout`: the paper's
     ``role_first``, or ``input_first``, which lets an engine share the task input's prefix).
+    `tool_protocol` names how the agent calls its tools (`grse_graph.team.tool_protocols`:
+    ``function`` calling, or the paper's ``text`` calls such as ``<grep>pattern</grep>``, which
+    cannot force a first call, so `force_first_tool` applies to ``function`` only).
 
     An unknown argument is an error, never dropped: a team of your own `create_agent` agents is
     built with `grse_graph.integrations.graph_team`, not with an `agent=` here.
@@ -65,6 +69,7 @@ class AgentSpec(BaseModel):
     force_first_tool: bool = False
     sees_tool_results: bool = False
     prompt_layout: PromptLayout = "role_first"
+    tool_protocol: str = FUNCTION_PROTOCOL
 
     @model_validator(mode="before")
     @classmethod
@@ -87,7 +92,8 @@ class TeamSpec(BaseModel):
 
     `topology` names an entry of `topologies` (the built-in registry unless you pass one
     extended with `TOPOLOGIES.with_topology(...)`). In every built-in topology the last agent
-    gives the answer.
+    gives the answer. Each agent's `tool_protocol` names an entry of `tool_protocols` (likewise
+    `TOOL_PROTOCOLS` unless extended with `TOOL_PROTOCOLS.with_protocol(...)`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -95,12 +101,24 @@ class TeamSpec(BaseModel):
     agents: tuple[AgentSpec, ...] = Field(min_length=1)
     topology: Topology = "sequential"
     topologies: TopologyRegistry = Field(default=TOPOLOGIES, exclude=True, repr=False)
+    tool_protocols: ToolProtocolRegistry = Field(default=TOOL_PROTOCOLS, exclude=True, repr=False)
 
     @model_validator(mode="after")
     def _known_topology(self) -> TeamSpec:
         if self.topology not in self.topologies:
             known = ", ".join(sorted(self.topologies))
             raise ValueError(f"unknown team topology {self.topology!r} (known: {known})")
+        return self
+
+    @model_validator(mode="after")
+    def _known_tool_protocols(self) -> TeamSpec:
+        for agent in self.agents:
+            if agent.tool_protocol not in self.tool_protocols:
+                known = ", ".join(sorted(self.tool_protocols))
+                raise ValueError(
+                    f"agent {agent.name}: unknown tool protocol {agent.tool_protocol!r} "
+                    f"(known: {known})"
+                )
         return self
 
     @model_validator(mode="after")
@@ -143,6 +161,13 @@ class TeamSpec(BaseModel):
         agents = tuple(a.model_copy(update={"skill_mode": mode}) for a in self.agents)
         return self.model_copy(update={"agents": agents})
 
+    def with_tool_protocol(self, protocol: str) -> TeamSpec:
+        """A copy of the team where every agent calls its tools by `protocol` (a name in the
+        team's `tool_protocols`; `ConfigError` naming the known ones otherwise)."""
+        self.tool_protocols.resolve(protocol)
+        agents = tuple(a.model_copy(update={"tool_protocol": protocol}) for a in self.agents)
+        return self.model_copy(update={"agents": agents})
+
     def opening_turn(self) -> OpeningTurn | None:
         """The turn whose first model call every rollout of a question shares (None: the
         topology has none, e.g. a graph of your own; then there is nothing to presample)."""
@@ -173,6 +198,7 @@ def default_team(
     skill_mode: SkillMode = "inline",
     topology: Topology = "sequential",
     prompt_layout: PromptLayout = "role_first",
+    tool_protocol: str = FUNCTION_PROTOCOL,
 ) -> TeamSpec:
     """The paper's two-agent team for a task (GUIDE §4), sequential unless another built-in
     `topology` is named (centralized / hybrid: the reasoner is the main agent and asks the
@@ -184,7 +210,9 @@ def default_team(
     (at most 3 calls, the first one forced); the second answers from the retriever's hand-off
     only (it does not see the raw search results).
     Mixed tasks get both role texts and choose per question by whether the task gives the first
-    agent tools. Agents without a library in `libraries` start empty.
+    agent tools. Agents without a library in `libraries` start empty. `tool_protocol` is how
+    the agents call their tools: ``function`` calling, or the paper's ``text`` calls
+    (`grse_graph.team.tool_protocols`).
     """
     libraries = dict(libraries or {})
     unknown = sorted(set(libraries) - {FIRST_AGENT, SECOND_AGENT})
@@ -211,6 +239,7 @@ def default_team(
             library=libraries.get(name, SkillLibrary.empty(name)),
             skill_mode=skill_mode,
             prompt_layout=prompt_layout,
+            tool_protocol=tool_protocol,
             **behaviour,
         )
 
@@ -227,4 +256,5 @@ def default_team(
         raise ConfigError(
             f"unknown team topology {topology!r} (known: {', '.join(sorted(TOPOLOGIES))})"
         )
+    TOOL_PROTOCOLS.resolve(tool_protocol)
     return TeamSpec(agents=(first, second), topology=topology)

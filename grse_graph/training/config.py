@@ -27,6 +27,7 @@ from grse_graph.probes import ProbeSettings
 from grse_graph.tasks.protocol import with_protocol_defaults
 from grse_graph.team.kinds import SkillMode
 from grse_graph.team.layout import PromptLayout
+from grse_graph.team.tool_protocols import ToolProtocolName
 from grse_graph.validation_text import describe_validation_error
 
 LEGACY_METHOD_FIELDS: tuple[str, ...] = (
@@ -84,6 +85,11 @@ class TrainConfig(BaseModel):
         default="role_first",
         description="order of each agent's opening messages: the paper's role_first, or "
         "input_first (the shared task input first, so the engine computes it once)",
+    )
+    tool_protocol: ToolProtocolName = Field(
+        default="function",
+        description="how the agents call their tools: function calling, or text (the paper's "
+        "<grep>pattern</grep> calls parsed by the environment; the default in paper mode)",
     )
     concurrency: int = Field(default=4, ge=1)
     first_agent_n: bool = Field(
@@ -175,12 +181,17 @@ class TrainConfig(BaseModel):
         default is off in paper mode)."""
         if self.paper_mode and name in LOOP_ADDITIONS:
             return False
+        if self.paper_mode and name == "tool_protocol":
+            return PAPER_TOOL_PROTOCOL
         return TrainConfig.model_fields[name].get_default(call_default_factory=True)
 
     def operator_schedule(self) -> OperatorSchedule:
         """The configured schedule, or the paper's schedule for this task."""
         return self.schedule if self.schedule is not None else OperatorSchedule.for_task(self.task)
 
+
+PAPER_TOOL_PROTOCOL: ToolProtocolName = "text"
+"""The tool protocol of the paper's mode (`grse_graph.team.tool_protocols`)."""
 
 LOOP_ADDITIONS: tuple[str, ...] = ("memorisation_check",)
 """Loop-level settings that switch one of the project's additions to the paper on or off."""
@@ -198,6 +209,9 @@ def _paper_mode_values(data: dict[str, Any]) -> dict[str, Any]:
     data = {**data}
     for name in LOOP_ADDITIONS:
         data.setdefault(name, False)
+    # The paper's retriever writes its grep calls as text (a default, not an addition: a run
+    # may still choose function calling).
+    data.setdefault("tool_protocol", PAPER_TOOL_PROTOCOL)
     section = data["method"]
     if isinstance(section, BaseModel):
         section = section.model_dump()

@@ -57,6 +57,7 @@ class TrainingDeps:
             skill_mode=self.config.skill_mode,
             topology=self.config.topology,
             prompt_layout=self.config.prompt_layout,
+            tool_protocol=self.config.tool_protocol,
         )
 
     def credit_method(self) -> CreditMethod:
