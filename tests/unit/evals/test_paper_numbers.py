@@ -12,8 +12,10 @@ by occurrence."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import statistics
 from collections import Counter
 from collections.abc import Iterator
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from grse_graph.errors import ConfigError
 from grse_graph.reproduce.paper import (
     NOT_IN_TEXT,
     PAPER_TABLES,
@@ -28,6 +31,7 @@ from grse_graph.reproduce.paper import (
     PaperTable,
     load_paper,
 )
+from grse_graph.reproduce.settings import default_paper_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -140,6 +144,24 @@ def test_table5_right_signs_and_separation_follow_from_its_u1_cells() -> None:
         assert paper.value("correct_signs", f"{method}:u1") == right
         separation = statistics.fmean(by_kind["help"]) - statistics.fmean(by_kind["harm"])
         assert paper.value("separation", f"{method}:u1") == pytest.approx(separation, abs=0.005)
+
+
+def test_a_number_without_its_line_or_a_cell_off_the_layout_is_one_config_error(
+    tmp_path: Path,
+) -> None:
+    shutil.copytree(default_paper_dir(), tmp_path, dirs_exist_ok=True)
+    path = tmp_path / "table1.json"
+    original = json.loads(path.read_text(encoding="utf-8"))
+    document = json.loads(json.dumps(original))
+    del document["cells"]["GRSE"]["Qwen3.8:f1"]["line"]
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"table1\.json: .*line of the text"):
+        load_paper("table1", tmp_path)
+    document = json.loads(json.dumps(original))
+    del document["cells"]["IO"]
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"not the layout's"):
+        load_paper("table1", tmp_path)
 
 
 def test_value_reads_a_cell_and_is_none_off_the_layout() -> None:
