@@ -55,7 +55,9 @@ class TeamAnswerer:
         self.replay = dict(replay or {})
 
     def describe(self) -> dict[str, Any]:
-        """Agents with their skill mode and library contents, and the sampling settings."""
+        """Agents with their skill mode, library contents and tool protocol (named only when
+        not function calling, so folders written before protocols existed still resume), and
+        the sampling settings."""
         return {
             "topology": self.spec.topology,
             "agents": [
@@ -63,6 +65,11 @@ class TeamAnswerer:
                     "name": agent.name,
                     "skill_mode": agent.skill_mode,
                     "skills": sorted(skill.name for skill in agent.library.skills),
+                    **(
+                        {"tool_protocol": agent.tool_protocol}
+                        if agent.tool_protocol != "function"
+                        else {}
+                    ),
                 }
                 for agent in self.spec.agents
             ],

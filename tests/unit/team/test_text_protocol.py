@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import StructuredTool
 
 from grse_graph.errors import ConfigError
+from grse_graph.evaluation.answerer import TeamAnswerer
 from grse_graph.llm.provider import SamplingSettings
 from grse_graph.tasks.demo import load_demo
 from grse_graph.tasks.locomo import LocomoTask, load_locomo
@@ -295,3 +296,15 @@ def test_a_main_agent_asks_its_sub_agent_with_a_text_call() -> None:
     assert HAND_OFF in reasoner.tool_calls[0].result
     assert [c.arguments for c in retriever.tool_calls] == [{"query": "Noodle"}]
     assert rollout.answer == "Noodle"
+
+
+def test_an_evaluation_folder_tells_the_protocols_apart() -> None:
+    task = _task()
+
+    def described(protocol: str) -> dict[str, Any]:
+        team = default_team(task, tool_protocol=protocol)
+        return TeamAnswerer(team, task, FakeProvider({}), SamplingSettings.greedy()).describe()
+
+    # Function calling is described as before protocols existed, so old folders resume.
+    assert "tool_protocol" not in str(described("function"))
+    assert {a.get("tool_protocol") for a in described("text")["agents"]} == {"text"}
