@@ -13,7 +13,8 @@ from grse_graph.llm.provider import ROLES
 PREFIX = "GRSE_"
 OTHER_VARIABLES: tuple[str, ...] = (
     "GRSE_CACHE_DIR",  # the model cache (`default_cache_dir`)
-    "GRSE_SHARED_DATA",  # the test suite's shared data folder
+    "GRSE_HOTPOTQA",  # evals/ and grse reproduce: the HotpotQA dev file (--data-hotpotqa)
+    "GRSE_LOCOMO",  # evals/ and grse reproduce: locomo10.json (--data-locomo)
     "GRSE_POSTGRES_DSN",  # the test suite's PostgreSQL server (`.ci/run` starts one)
 )
 

@@ -10,8 +10,11 @@ from grse_graph.reproduce.script import main as reproduce_main
 REPRODUCE_HELP = (
     "Reproduce one table of the GRSE paper: "
     + ", ".join(f"{name} ({table.script})" for name, table in TABLES.items())
-    + ". The options follow the table (see `grse reproduce TABLE --help`): --config per "
-    "actor, --seeds, --smoke, --limit, --out, --dry-run, --jobs."
+    + ". The options follow the table and are passed to it unchanged (see `grse reproduce "
+    "TABLE --help`): --config per actor, --seeds, --smoke (invented fixtures shipped in the "
+    "package), --limit, --out, --dry-run, --jobs, --additions (the project's additions on; "
+    "default the paper's mode), --data-hotpotqa PATH / --data-locomo PATH (or $GRSE_HOTPOTQA "
+    "/ $GRSE_LOCOMO; HotpotQA otherwise loads through `datasets` with the paper's splits)."
 )
 
 

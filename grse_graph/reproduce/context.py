@@ -1,22 +1,21 @@
 """What a table is built from: the paper's settings and numbers, the actors (one grse TOML
-each), the seeds, the size (full, `--limit`, `--smoke`), the data paths and the results root."""
+each), the seeds, the size (full, `--limit`, `--smoke`), the data sources, the mode and the
+results root."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.console import Console
 
-from grse_graph.errors import ConfigError
 from grse_graph.llm import LLMConfig, load_config
-from grse_graph.validation_text import describe_validation_error
 
+from .data import DataSource, paper_test_size
 from .executors import RunContext
+from .manifest import RunSpec
 from .paper import PaperTable
 from .settings import PaperSettings, SmokeSize
 
@@ -54,50 +53,6 @@ def load_actors(configs: list[Path], smoke: SmokeSize | None) -> list[Actor]:
     return [Actor(actor_label(llm), llm) for llm in llms]
 
 
-FIXTURES_FILE = "fixtures.json"
-
-
-class FixtureTask(BaseModel):
-    """One task's fixture: its data file (relative to the fixtures folder) and the options of
-    its loader (`load_task`'s: the fixture's split sizes)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    file: str
-    options: dict[str, Any] = {}
-
-
-class Fixtures(BaseModel):
-    """A folder of data fixtures standing in for the benchmarks (`--fixtures DIR`): what they
-    are (printed at the top of every table) and each task's file and loader options."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    about: str
-    tasks: dict[str, FixtureTask]
-
-    def data(self, folder: Path) -> dict[str, str]:
-        """Each task's fixture file, resolved against `folder`."""
-        return {task: str((folder / f.file).resolve()) for task, f in self.tasks.items()}
-
-    def options(self) -> dict[str, dict[str, Any]]:
-        """Each task's loader options."""
-        return {task: dict(f.options) for task, f in self.tasks.items()}
-
-
-def load_fixtures(folder: Path) -> Fixtures:
-    """`fixtures.json` of `folder`; a missing or invalid file is one `ConfigError` line."""
-    path = folder / FIXTURES_FILE
-    try:
-        return Fixtures.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read the fixtures ({error.strerror})") from None
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{path}: not JSON ({error.msg}, line {error.lineno})") from None
-    except ValidationError as error:
-        raise ConfigError(f"{path}: {describe_validation_error(error)}") from None
-
-
 def current_commit(repo: Path | None = None) -> str:
     """The short commit of the checkout this package runs from (`unknown` outside git)."""
     where = repo or Path(__file__).resolve().parents[2]
@@ -129,16 +84,21 @@ class TableContext:
     data: dict[str, str | None]
     root: Path
     planted: Path | None = None
-    paper_mode: bool = False
-    """Train in the paper's mode: the project's additions to the method off."""
+    design: str | None = None
+    """A table's named design (Tables 4-5: `t45_designs.REPAIR_DESIGNS`; None: its default)."""
+    paper_mode: bool = True
+    """Train in the paper's mode: the project's additions to the method off (the default;
+    `--additions` turns them on)."""
     train_overrides: dict[str, int] = field(default_factory=dict)
     """Loop sizes given on the command line (iterations, batch_size, validation_size,
     group_size) over Table 8's or the smoke size: a machine-sized run, printed as deviations."""
     console: Console = field(default_factory=Console)
     task_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Each task's loader options (`load_task`'s), from `--fixtures`."""
+    """The loader options (`load_task`'s) of each task on fixtures (`--fixtures`, `--smoke`)."""
     fixtures: str | None = None
-    """What the data fixtures are (`--fixtures`; None: the benchmarks' data)."""
+    """What the data fixtures are (`--fixtures`, `--smoke`; None: the benchmarks' data)."""
+    sources: dict[str, DataSource] = field(default_factory=dict)
+    """Where each benchmark's data comes from (`data` holds their paths) and its splits."""
 
     @property
     def paper(self) -> PaperTable:
@@ -153,8 +113,27 @@ class TableContext:
         """Test questions per evaluation: the smoke size, `--limit`, or the whole split."""
         return self.settings.smoke.test_questions if self.smoke else self.limit
 
+    def loader_options(self) -> dict[str, dict[str, Any]]:
+        """Each task's loader options: its source's splits (the paper's), or its fixture's."""
+        return {
+            **{task: dict(source.options) for task, source in self.sources.items()},
+            **self.task_options,
+        }
+
     def run_context(self, actor: Actor) -> RunContext:
         """The executors' context of one actor."""
         return RunContext(
-            llm=actor.llm, data=self.data, console=self.console, task_options=self.task_options
+            llm=actor.llm, data=self.data, console=self.console, task_options=self.loader_options()
         )
+
+    def test_split_size(self, spec: RunSpec) -> int | None:
+        """The size of the test split `spec` reads: the paper's where its data is not on this
+        machine (the hub's positions, or none given: a dry run), else by loading it (None when
+        that fails: the run's failure, not the header's)."""
+        source = self.sources.get(spec.task)
+        if source is not None and not source.local:
+            return paper_test_size(self.settings, spec.task, spec.category)
+        try:
+            return len(self.run_context(self.actors[0]).task(spec).split("test"))
+        except Exception:  # a missing data file is the run's failure, not the header's
+            return None

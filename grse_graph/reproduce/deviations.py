@@ -5,35 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from grse_graph.llm.config import RoleName
-from grse_graph.tasks.registry import load_task
 from grse_graph.training.config import TrainConfig
 
 from .context import TableContext
+from .data import paper_test_size
 from .manifest import RunSpec
+from .protocol_lines import protocol_lines
 from .settings import PaperSettings
-
-ROLE_CAPS: dict[RoleName, str] = {"actor": "actor", "critic": "critic", "optimizer": "induce"}
-
-
-def _paper_test_size(settings: PaperSettings, task: str, category: str | None) -> int | None:
-    if task == "hotpotqa":
-        return settings.table7.hotpotqa.test
-    if task == "locomo" and category is not None:
-        return settings.table7.locomo.test.get(category)
-    if task == "locomo":
-        sizes = settings.table7.locomo.test.values()
-        return None if None in sizes else sum(s or 0 for s in sizes)
-    return None
-
-
-def _split_size(ctx: TableContext, spec: RunSpec) -> int | None:
-    try:
-        options = ctx.task_options.get(spec.task, {})
-        task = load_task(spec.task, ctx.data.get(spec.task), category=spec.category, **options)
-        return len(task.split("test"))
-    except Exception:  # a missing data file is the run's failure, not the header's
-        return None
 
 
 def _train_lines(settings: PaperSettings, spec: RunSpec, config: TrainConfig) -> list[str]:
@@ -80,8 +58,9 @@ def _questions(count: int, kind: str = "") -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def deviations(ctx: TableContext, runs: Sequence[RunSpec]) -> list[str]:
-    """The header lines: sizes and seeds, the mode, and each deviation from the paper."""
+def deviations(ctx: TableContext, runs: Sequence[RunSpec], *, paper_runs: int = 3) -> list[str]:
+    """The header lines: sizes and seeds, the mode, and each deviation from the paper
+    (`paper_runs`: runs per setting in the paper's table, three seeds or its first run)."""
     settings = ctx.settings
     lines = [f"commit {ctx.commit}; seeds {', '.join(map(str, ctx.seeds))}"]
     if ctx.smoke:
@@ -97,27 +76,31 @@ def deviations(ctx: TableContext, runs: Sequence[RunSpec]) -> list[str]:
             f"DATA: {ctx.fixtures}; tasks on fixtures: {', '.join(on_fixtures)}; "
             "the numbers check the pipeline, not the paper"
         )
-    if len(ctx.seeds) != 3:
-        lines.append(f"{len(ctx.seeds)} seed(s) (paper: 3)")
+    tasks = sorted({spec.task for spec in runs} & set(ctx.sources))
+    lines += [ctx.sources[task].header() for task in tasks if task not in on_fixtures]
+    lines.append(
+        "paper's mode: the project's additions off (--additions turns them on)"
+        if ctx.paper_mode
+        else "project's additions on (--additions): not the paper's mode"
+    )
+    if len(ctx.seeds) != paper_runs:
+        lines.append(f"{len(ctx.seeds)} seed(s) (paper: {paper_runs})")
+    elif paper_runs == 1:
+        lines.append("one run per setting (the first seed), as in the paper")
     modes = {
         f"mode of {spec.method} runs: " + TrainConfig.model_validate(spec.params["config"]).mode()
         for spec in runs
         if spec.kind == "train"
     }
     lines += sorted(modes) or ["mode: no training run in this table"]
-    for actor in ctx.actors:
-        for role, paper_key in ROLE_CAPS.items():
-            cap = actor.llm.role(role).max_tokens
-            paper = settings.table8.caps[paper_key]
-            if cap != paper:
-                lines.append(f"actor {actor.label}: {role} cap {cap} tokens (paper {paper})")
+    lines += protocol_lines(ctx, runs)
     seen_tests: set[tuple[str, str | None]] = set()
     for spec in runs:
         key = (spec.task, spec.category)
         if spec.kind in ("eval", "baseline", "train") and key not in seen_tests:
             seen_tests.add(key)
-            paper_size = _paper_test_size(settings, spec.task, spec.category)
-            available = _split_size(ctx, spec)
+            paper_size = paper_test_size(settings, spec.task, spec.category)
+            available = ctx.test_split_size(spec)
             limit = ctx.test_limit()
             tested = min(limit, available) if limit is not None and available else available
             if paper_size is not None and tested is not None and tested != paper_size:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -15,8 +15,8 @@ from rich.console import Console
 from grse_graph.errors import GrseError
 
 from . import cost as costs
-from .context import TableContext, current_commit, load_actors, load_fixtures
-from .deviations import deviations
+from .context import TableContext, current_commit, load_actors
+from .data import OFFICIAL, SMOKE_FIXTURES, load_fixtures, require_data, resolve_sources
 from .manifest import Manifest, RunSpec, run_state, state_action
 from .paper import load_paper
 from .registry import TABLES
@@ -25,11 +25,6 @@ from .settings import load_settings
 from .table import write_table
 from .tables.base import TableDef
 
-DATA_DEFAULTS = {
-    "hotpotqa": ("hotpotqa", "hotpot_dev_distractor_500.json"),
-    "locomo": ("locomo", "locomo10.json"),
-}
-"""Each task's file under the shared data folder ($GRSE_SHARED_DATA or ../shared/data)."""
 TRAIN_SIZES = {
     "iterations": "training iterations (default Table 8's T = 5; a deviation, printed)",
     "batch-size": "training questions per iteration (a deviation, printed)",
@@ -39,23 +34,21 @@ TRAIN_SIZES = {
 """Machine-sized training: loop sizes over Table 8's (or the smoke size)."""
 
 
-def _shared_data() -> Path:
-    configured = os.environ.get("GRSE_SHARED_DATA")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[3] / "shared" / "data"
-
-
 def parser_for(table: TableDef) -> argparse.ArgumentParser:
     """The scripts' options; `--help` says what the table reproduces and what it costs."""
     parser = argparse.ArgumentParser(
         prog=table.script,
         description=f"Reproduces {table.reproduces}. Cost: {table.cost}.",
         epilog=(
+            "Data: --data-hotpotqa PATH or $GRSE_HOTPOTQA (hotpot_dev_distractor_v1.json from "
+            "https://hotpotqa.github.io; without it, the Hugging Face dataset with the paper's "
+            "splits, which needs pip install 'grse-graph[hf]'), --data-locomo PATH or "
+            "$GRSE_LOCOMO (locomo10.json from https://github.com/snap-research/locomo; "
+            "required). --smoke runs on invented fixtures shipped in the package. "
             "Runs live in OUT/runs/<run id> (task, category, method, variant, actor, seed, "
             "commit and a digest of the settings): a finished run is reused by every table "
             "that needs it, an unfinished one resumed. Paper settings and numbers: "
-            "evals/paper/."
+            "grse_graph/reproduce/paper/ (a checkout's evals/paper)."
         ),
     )
     parser.add_argument(
@@ -70,7 +63,8 @@ def parser_for(table: TableDef) -> argparse.ArgumentParser:
     parser.add_argument(
         "--smoke",
         action="store_true",
-        help="the CI size: a few questions, one seed, the embedded small model, small caps",
+        help="the CI size: a few questions, one seed, the embedded small model, small caps, "
+        "on invented fixtures shipped in the package (--data-TASK still wins)",
     )
     parser.add_argument(
         "--limit", type=int, default=None, help="first N test questions (a deviation, printed)"
@@ -85,53 +79,76 @@ def parser_for(table: TableDef) -> argparse.ArgumentParser:
     parser.add_argument(
         "--commit", default=None, help="the commit in run ids (default: this checkout's HEAD)"
     )
-    parser.add_argument("--paper-dir", type=Path, default=None, help="default evals/paper")
+    parser.add_argument(
+        "--paper-dir",
+        type=Path,
+        default=None,
+        help="the paper's settings and numbers (default: the package's, a checkout's evals/paper)",
+    )
     for flag, about in TRAIN_SIZES.items():
         parser.add_argument(f"--{flag}", type=int, default=None, help=about)
     parser.add_argument(
-        "--paper-mode",
+        "--additions",
         action="store_true",
-        help="train in the paper's mode: the project's additions (memorisation check, GRSE's "
-        "output contrast and tool-error rule) off; every table states its mode",
+        help="train with the project's additions to the paper (memorisation check, GRSE's "
+        "output contrast and tool-error rule) on; default: the paper's mode, the project's "
+        "additions off. Every table states its mode",
     )
     parser.add_argument(
         "--planted", type=Path, default=None, help="planted-library JSON (Tables 4 and 5)"
     )
-    for task in DATA_DEFAULTS:
+    parser.add_argument(
+        "--design",
+        default=None,
+        help="Tables 4 and 5: which repair design (paper: the paper's, LoCoMo single-hop; "
+        "demo: the demo task's, sized for a 2-core CPU; default paper)",
+    )
+    for task, official in OFFICIAL.items():
         parser.add_argument(
-            f"--data-{task}", default=None, help=f"{task} data (default: the shared data folder)"
+            official.flag,
+            default=None,
+            metavar="PATH",
+            help=f"{task} data: {official.file} from {official.source} (default ${official.env}"
+            + (
+                "; without either, the Hugging Face dataset with the paper's splits)"
+                if task == "hotpotqa"
+                else "; required unless --smoke)"
+            ),
         )
     parser.add_argument(
         "--fixtures",
         type=Path,
         default=None,
         help="a folder of data fixtures standing in for the benchmarks (its fixtures.json names "
-        "each task's file and split sizes; tests/fixtures/evals holds the smoke test's invented "
-        "ones); every table says so at its top. --data-TASK still wins for its task",
+        "each task's file and split sizes; default at --smoke: the invented ones shipped in "
+        "the package); every table says so at its top. --data-TASK still wins for its task",
     )
     return parser
 
 
-def context_from(table: TableDef, args: argparse.Namespace, console: Console) -> TableContext:
-    """The table's context from the command line."""
+def context_from(
+    table: TableDef,
+    args: argparse.Namespace,
+    console: Console,
+    env: Mapping[str, str] | None = None,
+) -> TableContext:
+    """The table's context from the command line (and `env`, default the process's: the data
+    variables `$GRSE_HOTPOTQA`, `$GRSE_LOCOMO`)."""
     settings = load_settings(args.paper_dir)
     smoke = settings.smoke if args.smoke else None
     seeds = settings.smoke.seeds if args.smoke else args.seeds
     if seeds < 1:
         raise GrseError("--seeds must be at least 1")
-    fixtures = load_fixtures(args.fixtures) if args.fixtures is not None else None
-    fixture_data = fixtures.data(args.fixtures) if fixtures is not None else {}
-    options = fixtures.options() if fixtures is not None else {}
-    data: dict[str, str | None] = {"demo": None}
-    for task, (folder, name) in DATA_DEFAULTS.items():
-        given = getattr(args, f"data_{task}")
-        if given:
-            options.pop(task, None)
-        elif task in fixture_data:
-            data[task] = fixture_data[task]
-            continue
-        path = Path(given) if given else _shared_data() / folder / name
-        data[task] = str(path.resolve())
+    fixtures_dir = args.fixtures or (SMOKE_FIXTURES if args.smoke else None)
+    fixtures = load_fixtures(fixtures_dir) if fixtures_dir is not None else None
+    given = {task: getattr(args, f"data_{task}") for task in OFFICIAL}
+    sources = resolve_sources(
+        settings,
+        given,
+        os.environ if env is None else env,
+        (fixtures_dir, fixtures) if fixtures_dir is not None and fixtures is not None else None,
+    )
+    on_fixtures = {task: s.options for task, s in sources.items() if s.origin == "fixtures"}
     return TableContext(
         settings=settings,
         papers={name: load_paper(name, args.paper_dir) for name in table.papers},
@@ -140,18 +157,20 @@ def context_from(table: TableDef, args: argparse.Namespace, console: Console) ->
         smoke=args.smoke,
         limit=args.limit,
         commit=args.commit or current_commit(),
-        data=data,
+        data={"demo": None, **{task: source.path for task, source in sources.items()}},
         root=args.out.resolve(),
         planted=args.planted,
-        paper_mode=args.paper_mode,
+        design=args.design,
+        paper_mode=not args.additions,
         train_overrides={
             flag.replace("-", "_"): getattr(args, flag.replace("-", "_"))
             for flag in TRAIN_SIZES
             if getattr(args, flag.replace("-", "_")) is not None
         },
         console=console,
-        task_options=options,
-        fixtures=fixtures.about if fixtures is not None and options else None,
+        task_options=on_fixtures,
+        fixtures=fixtures.about if fixtures is not None and on_fixtures else None,
+        sources=sources,
     )
 
 
@@ -166,13 +185,13 @@ def print_dry_run(ctx: TableContext, table: TableDef, runs: Sequence[RunSpec]) -
         ctx.console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     say(f"dry run of {table.name}: nothing is started")
-    for line in deviations(ctx, runs):
+    for line in table.header(ctx):
         say(f"  {line}")
     pending = []
     for spec in runs:
         state = run_state(spec, ctx.root)
-        test = _test_size(ctx, spec)
-        estimate = costs.estimate(spec, ctx.settings.cost, test) if state != "finished" else {}
+        test = ctx.test_split_size(spec)
+        estimate = costs.estimate(spec, ctx.settings, test) if state != "finished" else {}
         if state != "finished":
             pending.append(estimate)
         roles = ", ".join(
@@ -191,21 +210,17 @@ def print_dry_run(ctx: TableContext, table: TableDef, runs: Sequence[RunSpec]) -
     say(f"(per-call sizes: {ctx.settings.cost.about})")
 
 
-def _test_size(ctx: TableContext, spec: RunSpec) -> int | None:
-    try:
-        return len(ctx.run_context(ctx.actors[0]).task(spec).split("test"))
-    except Exception:  # no data here: the estimate uses the limit alone
-        return None
-
-
 def run_table(table: TableDef, ctx: TableContext, *, jobs: int, dry_run: bool) -> list[Path]:
     """Plan, then print (dry run) or make the runs and write the tables; returns the files."""
     runs = table.plan(ctx)
     if dry_run:
         print_dry_run(ctx, table, runs)
         return []
-    Manifest(table=table.name, runs=runs).write(ctx.root)
     contexts = {actor.label: ctx.run_context(actor) for actor in ctx.actors}
+    # Every task the unfinished runs read loads now: no data is one line before any engine.
+    pending = [spec for spec in runs if run_state(spec, ctx.root) != "finished"]
+    require_data(ctx.sources, pending, lambda spec: contexts[spec.actor].task(spec))
+    Manifest(table=table.name, runs=runs).write(ctx.root)
 
     def say(line: str) -> None:
         ctx.console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -220,13 +235,14 @@ def run_table(table: TableDef, ctx: TableContext, *, jobs: int, dry_run: bool) -
     return written
 
 
-def main(name: str, argv: Sequence[str] | None = None) -> int:
-    """The script of table `name`; returns the exit status (1 on a one-line error)."""
+def main(name: str, argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    """The script of table `name`; returns the exit status (1 on a one-line error). `env`
+    replaces the process's environment for the data variables."""
     table = TABLES[name]
     args = parser_for(table).parse_args(argv)
     console = Console()
     try:
-        ctx = context_from(table, args, console)
+        ctx = context_from(table, args, console, env)
         run_table(table, ctx, jobs=args.jobs, dry_run=args.dry_run)
     except GrseError as error:
         console.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)

@@ -1,7 +1,10 @@
 """The HotpotQA distractor task (official JSON by path, or the Hugging Face dataset).
 
-Records keep file order, are filtered by level (`hard` by default) and split in order:
-train = first 100, validation = next 50, test = the rest (sizes are options).
+Records keep the source's order and are filtered by level (`hard` by default). They are split
+in order (train = first 100, validation = next 50, test = the rest; sizes are options) or, with
+`positions`, by their positions in the source (the paper's Table 7: dev positions 0-99 train,
+100-149 validation, 150-649 test; the Hugging Face `validation` split is the official dev file
+in its order).
 """
 
 from __future__ import annotations
@@ -10,16 +13,27 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from grse_graph.errors import TaskError
 from grse_graph.tasks.base import Passage, ScoredAnswer, TaskQuestion
 from grse_graph.tasks.io import read_json
 from grse_graph.tasks.passage_task import PassageTask
 from grse_graph.tasks.scoring import score_hotpotqa
-from grse_graph.tasks.splits import SplitTable, split_by_counts
+from grse_graph.tasks.splits import (
+    PositionSplits,
+    SplitTable,
+    select_positions,
+    split_by_counts,
+)
+from grse_graph.validation_text import describe_validation_error
 
 HF_DATASET = "hotpotqa/hotpot_qa"
 HF_CONFIG = "distractor"
 HF_SPLIT = "validation"
+OFFICIAL_FILE = "hotpot_dev_distractor_v1.json"
+OFFICIAL_SOURCE = "https://hotpotqa.github.io"
+"""The official dev distractor file and where it is published (the paper's Table 7)."""
 HOTPOT_CATEGORIES = ["bridge", "comparison"]
 
 # A loader with the signature of `datasets.load_dataset(path, name, split=...)`.
@@ -131,26 +145,61 @@ def load_hotpotqa(
     train_size: int = 100,
     validation_size: int = 50,
     test_size: int | None = None,
+    positions: PositionSplits | Mapping[str, Any] | None = None,
     loader: DatasetLoader | None = None,
 ) -> HotpotQATask:
     """Load the official distractor JSON at `data`, or the Hugging Face dataset when `data` is
     None. `level=None` or `"all"` keeps every level; `test_size=None` = all remaining records.
-    `loader` replaces `datasets.load_dataset` (for tests and mirrors)."""
+    `positions` (a `PositionSplits` or its JSON form) splits by position in the source's order
+    instead of by the sizes. `loader` replaces `datasets.load_dataset` (for tests and mirrors)."""
     wanted_level = _level(level)
     if data is not None:
         path = Path(data)
         raw = read_json(path, task_name="hotpotqa")
         if not isinstance(raw, list):
             raise TaskError(f"hotpotqa: {path} must hold a JSON list of records")
-        questions = _questions(raw, str(path), wanted_level)
+        records: Iterable[Any] = raw
+        source = str(path)
     else:
-        rows = _load_hf_rows(loader)
-        questions = _questions(
-            (record_from_hf_row(r) for r in rows), f"{HF_DATASET} ({HF_SPLIT})", wanted_level
+        records = (record_from_hf_row(r) for r in _load_hf_rows(loader))
+        source = f"{HF_DATASET} ({HF_SPLIT})"
+    if positions is not None:
+        return HotpotQATask(
+            _split_by_positions(records, source, _positions(positions), wanted_level)
         )
+    questions = _questions(records, source, wanted_level)
     return HotpotQATask(
         split_by_counts("hotpotqa", questions, train_size, validation_size, test_size)
     )
+
+
+def _positions(positions: PositionSplits | Mapping[str, Any]) -> PositionSplits:
+    if isinstance(positions, PositionSplits):
+        return positions
+    try:
+        return PositionSplits.model_validate(positions)
+    except ValidationError as error:
+        raise TaskError(f"hotpotqa: positions: {describe_validation_error(error)}") from None
+
+
+def _split_by_positions(
+    records: Iterable[Any], source: str, positions: PositionSplits, level: str | None
+) -> SplitTable:
+    """The splits at their positions. A positioned record of another level is an error, not a
+    smaller split: the positions name the dev file's questions, all of them `hard`."""
+    chosen = select_positions("hotpotqa", records, positions, source)
+    splits: dict[str, list[TaskQuestion]] = {}
+    for name, pairs in chosen.items():
+        splits[name] = []
+        for index, record in pairs:
+            found = record.get("level") if isinstance(record, Mapping) else None
+            if level is not None and found != level:
+                raise TaskError(
+                    f"hotpotqa: {source} record {index} ({name} split) has level {found!r}, "
+                    f"not {level!r}: the positions ({positions}) index questions of that level"
+                )
+            splits[name].append(question_from_record(record, f"{source} record {index}"))
+    return SplitTable("hotpotqa", splits)
 
 
 def _load_hf_rows(loader: DatasetLoader | None) -> Iterable[Mapping[str, Any]]:
@@ -159,8 +208,9 @@ def _load_hf_rows(loader: DatasetLoader | None) -> Iterable[Mapping[str, Any]]:
             from datasets import load_dataset  # optional extra `hf`
         except ImportError as exc:
             raise TaskError(
-                "hotpotqa: no --data path given and the Hugging Face route needs the 'datasets' "
-                "package (pip install 'grse-graph[hf]')"
+                "hotpotqa: no data path given and the Hugging Face route needs the 'datasets' "
+                "package (pip install 'grse-graph[hf]'); or pass a local "
+                f"{OFFICIAL_FILE} (from {OFFICIAL_SOURCE})"
             ) from exc
         loader = load_dataset
     try:
@@ -171,5 +221,5 @@ def _load_hf_rows(loader: DatasetLoader | None) -> Iterable[Mapping[str, Any]]:
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise TaskError(
             f"hotpotqa: cannot load {HF_DATASET} ({HF_CONFIG}, {HF_SPLIT}) from the Hugging Face "
-            f"hub: {first_line}; pass --data PATH to a local distractor JSON instead"
+            f"hub: {first_line}; pass a local {OFFICIAL_FILE} (from {OFFICIAL_SOURCE}) instead"
         ) from exc

@@ -1,7 +1,8 @@
-"""What every table's smoke size asks of the model: each table run at `--smoke` on the
-invented fixtures against the fake OpenAI-compatible server (no engine), in the smoke test's
-order and one results folder (so later tables reuse earlier runs, as on the engine), with the
-calls and the requested `max_tokens` per role, per table and per run.
+"""What every table's smoke size asks of the model: each table run at `--smoke` (on the
+invented fixtures shipped in the package) against the fake OpenAI-compatible server (no
+engine), in the smoke test's order and one results folder (so later tables reuse earlier
+runs, as on the engine), with the calls and the requested `max_tokens` per role, per table and
+per run.
 
 A count, not a timer: the embedded 0.5B engine's time is roughly the requested completion
 tokens (about 80 tokens/s) plus the prompts, so these counts are what a smoke size costs.
@@ -25,7 +26,6 @@ from typing import Any
 
 from tests.fakeserver import ROLES, FakeOpenAIServer
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "evals"
 ORDER = ("table4_5", "table1", "table2", "table3", "table6", "table9", "table10", "table11")
 """The smoke test's order: later tables reuse the runs of earlier ones."""
 
@@ -128,7 +128,7 @@ def smoke_budgets(out: Path, tables: tuple[str, ...] = ORDER) -> list[TableBudge
                 start = len(server.requests)
                 args = ["--smoke", "--commit", "budget", "--out", str(out)]
                 with contextlib.redirect_stdout(io.StringIO()):
-                    status = main(table, [*args, "--fixtures", str(FIXTURES)])
+                    status = main(table, args, env={})  # --smoke: the package's fixtures
                 if status != 0:
                     raise RuntimeError(f"{table} smoke failed with status {status}")
                 budgets.append(TableBudget(table, server.tally(start), dict(runs)))

@@ -1,6 +1,7 @@
-"""The smoke fixtures (tests/fixtures/evals): invented HotpotQA and LoCoMo files in the official
-formats, with just the questions the smoke size uses per split, and `--fixtures`, which runs a
-table on them and says so at the top of the table."""
+"""The smoke fixtures shipped in the package (grse_graph/reproduce/fixtures): invented HotpotQA
+and LoCoMo files in the official formats, with just the questions the smoke size uses per split;
+`--smoke` runs every table on them (and `--fixtures DIR` on another folder) and says so at the
+top of the table."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from grse_graph.reproduce.context import load_fixtures
+from grse_graph.reproduce.data import SMOKE_FIXTURES, load_fixtures
 from grse_graph.reproduce.script import main
 from grse_graph.reproduce.settings import load_settings
 from grse_graph.tasks.registry import load_task
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "evals"
+FIXTURES = SMOKE_FIXTURES
 CATEGORIES = ("multi-hop", "temporal", "open-domain", "single-hop")
 
 
@@ -87,22 +88,27 @@ def test_a_table_on_fixtures_says_so_and_never_shares_a_run_with_the_benchmark(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ["--smoke", "--dry-run", "--commit", "test123", "--out", str(tmp_path)]
+    assert main("table1", args) == 0
+    on_smoke = capsys.readouterr().out
+    assert "DATA: invented smoke fixtures" in on_smoke
+    assert "tasks on fixtures: hotpotqa;" in on_smoke
+    assert "hotpotqa: 1 test question (paper 500)" in on_smoke
     assert main("table1", [*args, "--fixtures", str(FIXTURES)]) == 0
     on_fixtures = capsys.readouterr().out
-    assert "DATA: invented smoke fixtures" in on_fixtures
-    assert "tasks on fixtures: hotpotqa;" in on_fixtures
-    assert "hotpotqa: 1 test question (paper 500)" in on_fixtures
     data = ["--data-hotpotqa", str(FIXTURES / "hotpot_dev_distractor_smoke.json")]
     assert main("table1", [*args, *data]) == 0
     on_file = capsys.readouterr().out
     assert "DATA:" not in on_file
+    assert "hotpotqa data: " in on_file and "(from --data-hotpotqa)" in on_file
 
     def ids(out: str) -> set[str]:
         return {line.split()[0] for line in out.splitlines() if line.startswith("hotpotqa-")}
 
-    assert ids(on_fixtures) and not ids(on_fixtures) & ids(on_file)
+    # --smoke reads the package's fixtures: the same runs as naming them with --fixtures.
+    assert ids(on_smoke) and ids(on_smoke) == ids(on_fixtures)
+    assert not ids(on_fixtures) & ids(on_file)
     # A table on the bundled demo alone reads no fixture and says nothing of them.
-    assert main("table4_5", [*args, "--fixtures", str(FIXTURES)]) == 0
+    assert main("table4_5", [*args, "--design", "demo"]) == 0
     assert "DATA:" not in capsys.readouterr().out
 
 

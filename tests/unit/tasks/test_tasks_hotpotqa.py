@@ -177,3 +177,49 @@ def test_hf_route_without_datasets_package_names_the_extra() -> None:
         pytest.skip("the 'datasets' package is installed here")
     with pytest.raises(TaskError, match=r"pip install 'grse-graph\[hf\]'"):
         load_task("hotpotqa")
+
+
+def _hf_row(index: int, level: str = "hard") -> dict[str, Any]:
+    return {
+        "id": f"q{index}",
+        "question": f"Which question is number {index}?",
+        "answer": str(index),
+        "type": "bridge",
+        "level": level,
+        "supporting_facts": {"title": ["Counting"], "sent_id": [0]},
+        "context": {"title": ["Counting"], "sentences": [[f"This is number {index}."]]},
+    }
+
+
+POSITIONS = {
+    "train": {"first": 0, "last": 2},
+    "validation": {"first": 3, "last": 4},
+    "test": {"first": 6, "last": 8},
+}
+
+
+def test_position_splits_take_the_records_at_their_positions() -> None:
+    rows = [_hf_row(i) for i in range(12)]
+    task = load_hotpotqa(None, positions=POSITIONS, loader=lambda *a, **k: rows)
+    ids = {name: [q.id for q in qs] for name, qs in task.splits().items()}
+    # Position 5 belongs to no split; positions after the test's last are not read.
+    assert ids == {
+        "train": ["q0", "q1", "q2"],
+        "validation": ["q3", "q4"],
+        "test": ["q6", "q7", "q8"],
+    }
+
+
+def test_position_splits_refuse_a_short_source_and_another_level() -> None:
+    short = [_hf_row(i) for i in range(7)]
+    with pytest.raises(TaskError, match=r"has 7 records; the splits .* need positions up to 8"):
+        load_hotpotqa(None, positions=POSITIONS, loader=lambda *a, **k: short)
+    mixed = [_hf_row(i, level="medium" if i == 7 else "hard") for i in range(9)]
+    with pytest.raises(TaskError, match=r"record 7 \(test split\) has level 'medium'"):
+        load_hotpotqa(None, positions=POSITIONS, loader=lambda *a, **k: mixed)
+
+
+def test_position_splits_refuse_overlapping_ranges() -> None:
+    overlapping = {**POSITIONS, "validation": {"first": 2, "last": 4}}
+    with pytest.raises(TaskError, match=r"positions: .*overlap"):
+        load_hotpotqa(None, positions=overlapping, loader=lambda *a, **k: [])
