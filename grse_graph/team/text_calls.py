@@ -78,9 +78,10 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def text_call_instructions(turn: AgentTurnInput) -> str:
+def text_call_instructions(turn: AgentTurnInput, examples: Mapping[str, str] | None = None) -> str:
     """The tool-call instructions the environment appends to the turn's system prompt; empty
-    when the turn offers no tool."""
+    when the turn offers no tool. `examples` maps tool names to an example argument, shown in
+    the example call (a placeholder otherwise)."""
     groups: list[tuple[Sequence[BaseTool], int]] = []
     if turn.task_tools and turn.max_tool_calls > 0:
         groups.append((turn.task_tools, turn.max_tool_calls))
@@ -88,10 +89,12 @@ def text_call_instructions(turn: AgentTurnInput) -> str:
         groups.append(((turn.skill_tool,), turn.max_skill_loads))
     if not groups:
         return ""
+    first = groups[0][0][0]
+    example = (examples or {}).get(first.name, tool_argument(first).upper())
     lines = [
         "## Tool calls",
         "Call a tool by writing the call in your reply as its tag around the input, e.g. "
-        f"{call_tag(groups[0][0][0].name, tool_argument(groups[0][0][0]).upper())}: the text "
+        f"{call_tag(first.name, example)}: the text "
         "between the opening and the closing tag is the input, as it is (no quotes, no JSON). "
         "The environment runs the calls of your reply and sends their results in the next "
         "message, so write your calls and stop there. A reply without any call is your final "

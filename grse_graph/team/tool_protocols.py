@@ -107,18 +107,24 @@ def _default_checks() -> dict[str, ArgumentCheck]:
     return {GREP_TOOL_NAME: pattern_problem}
 
 
+def _default_examples() -> dict[str, str]:
+    return {GREP_TOOL_NAME: "birthday|party"}
+
+
 @dataclass(frozen=True)
 class TextCalls:
     """Calls written as tags in the reply and run by the environment (`run_text_turn`).
     `checks` maps tool names to argument checks whose failures are counted (grep: a pattern
-    that is not a valid regular expression)."""
+    that is not a valid regular expression); `examples` to the argument of the instructions'
+    example call (grep: the example of its own argument's description)."""
 
     name: str = TEXT_PROTOCOL
     checks: Mapping[str, ArgumentCheck] = field(default_factory=_default_checks)
+    examples: Mapping[str, str] = field(default_factory=_default_examples)
 
     def instructions(self, turn: AgentTurnInput) -> str:
         """The tag of each offered tool, its description and its budget."""
-        return text_call_instructions(turn)
+        return text_call_instructions(turn, self.examples)
 
     async def run(
         self,

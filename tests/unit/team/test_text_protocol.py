@@ -91,7 +91,8 @@ def test_the_system_prompt_ends_with_the_tag_instructions_and_budget() -> None:
     )
     assert turn.system_prompt.startswith(function_turn.system_prompt)
     added = turn.system_prompt[len(function_turn.system_prompt) :]
-    assert "<grep>QUERY</grep>" in added
+    assert "e.g. <grep>birthday|party</grep>:" in added
+    assert "- <grep>QUERY</grep>: Search the conversation between Rosa and Milo." in added
     assert "At most 3 calls of grep run for this question" in added
     assert "## Tool calls" not in function_turn.system_prompt
 
