@@ -31,7 +31,10 @@ def utility_trajectories(
 
 
 def transition_bars(
-    groups: Mapping[str, Mapping[str, float | None]], path: Path, title: str
+    groups: Mapping[str, Mapping[str, float | None]],
+    path: Path,
+    title: str,
+    ylabel: str = "questions",
 ) -> Path:
     """Grouped bars: per group (a row of the table) one bar per transition; a missing value
     (a failed run) is drawn as no bar and named in the legend's group label."""
@@ -50,7 +53,8 @@ def transition_bars(
             label=f"{group} (failed runs missing)" if failed else group,
         )
     axes.set_xticks([i + 0.4 - width / 2 for i in range(len(names))], names)
-    return _saved(figure, axes, path, title, "questions", legend=bool(groups))
+    axes.axhline(0.0, color="grey", linewidth=0.8)
+    return _saved(figure, axes, path, title, ylabel, legend=bool(groups))
 
 
 def _saved(

@@ -33,6 +33,7 @@ class SkillType(BaseModel):
     agent: str
     skill: str
     words: int
+    """Words of the skill's description and body (Table 9's length)."""
     label: str
     """One of the typing labels, or `unparsed` when the reply named none."""
     reply: str

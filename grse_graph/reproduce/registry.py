@@ -18,11 +18,12 @@ from .tables.base import TableDef
 TABLE1 = TableDef(
     name="table1",
     script="table1_hotpotqa.py",
-    tables={"table1": "Table 1: HotpotQA (distractor, hard) test F1 / EM"},
+    tables={"table1": "Table 1: HotpotQA (distractor, hard) test F1 per actor"},
     reproduces=(
-        "Table 1 of the GRSE paper: HotpotQA distractor (hard) test F1 and EM of GRSE, GRSE w/o "
-        "structure, MASkills, the empty library, IO, CoT, CoT-SC (5 samples) and Self-Refine "
-        "(at most 3 rounds), per actor (one --config per actor), mean ± SD over seeds"
+        "Table 1 of the GRSE paper: HotpotQA distractor (hard) test F1 of IO, CoT, CoT-SC (5 "
+        "samples), Self-Refine (at most 3 rounds), the empty library, MASkills, GRSE w/o "
+        "structure and GRSE, one column per actor (one --config per actor: the paper's Qwen3.8 "
+        "and Gemma4), mean ± SD over seeds; EM beside it as ours"
     ),
     cost=(
         "per actor and seed: 3 training runs (T = 5, G = 4, 20 questions per iteration, the "
@@ -30,42 +31,47 @@ TABLE1 = TableDef(
         "the test split; --dry-run prints the estimated calls and tokens per role"
     ),
     tasks=(t1_hotpotqa.TASK,),
-    plan=t1_hotpotqa.plan,
+    plan_runs=t1_hotpotqa.plan,
     tabulate=t1_hotpotqa.tabulate,
 )
 
 TABLE2 = TableDef(
     name="table2",
     script="table2_locomo.py",
-    tables={"table2": "Table 2: LoCoMo per category, test F1 / BLEU"},
+    tables={"table2": "Table 2: LoCoMo per category, test F1 / BLEU per actor"},
     reproduces=(
         "Table 2 of the GRSE paper: LoCoMo test F1 and BLEU per category (multi-hop, temporal, "
-        "open-domain, single-hop) and their Avg. for GRSE and MASkills trained per category, "
-        "the empty library and the full-context baseline (32-token answers)"
+        "open-domain, single-hop) and their Avg. for the full-context baseline (32-token "
+        "answers), the empty library, and MASkills, GRSE w/o structure and GRSE trained per "
+        "category, one column group per actor"
     ),
     cost=(
-        "per actor and seed: 8 per-category training runs (T = 5, G = 4, 24 questions per "
+        "per actor and seed: 12 per-category training runs (T = 5, G = 4, 24 questions per "
         "iteration, the whole validation split: 68/60/21/159) and their tests, plus the empty "
         "library and full-context per category (842 test questions in all)"
     ),
     tasks=(t2_locomo.TASK,),
-    plan=t2_locomo.plan,
+    plan_runs=t2_locomo.plan,
     tabulate=t2_locomo.tabulate,
 )
 
 TABLE3 = TableDef(
     name="table3",
     script="table3_transitions.py",
-    tables={"table3": "Table 3: answer transitions empty -> GRSE (questions), ΔF1 (points)"},
+    tables={"table3": "Table 3: answer transitions from the empty to the final library"},
     reproduces=(
-        "Table 3 of the GRSE paper: per-question answer transitions (declined / wrong / correct) "
-        "from the empty to the GRSE-trained library, ΔF1 and the evidence column, on HotpotQA "
-        "and each LoCoMo category, with the transition bars"
+        "Table 3 of the GRSE paper: per task (HotpotQA; LoCoMo with its four categories pooled) "
+        "and actor, MASkills and GRSE (first runs): ΔF1, the contributions to it of the "
+        "declined-to-correct, wrong-to-correct and correct-to-wrong questions, the declined "
+        "and no-evidence shares before -> after and #D->C (without evidence in brackets); the "
+        "empty library's answers are iteration 0 of the same GRSE run; per-category rows and "
+        "the contribution bars follow"
     ),
-    cost="nothing beyond Tables 1 and 2: it reads their GRSE runs (made here if missing)",
+    cost="nothing beyond Tables 1 and 2: it reads their first GRSE and MASkills runs",
     tasks=("hotpotqa", "locomo"),
-    plan=t3_transitions.plan,
+    plan_runs=t3_transitions.plan,
     tabulate=t3_transitions.tabulate,
+    first_run_only=True,
 )
 
 TABLE45 = TableDef(
@@ -89,7 +95,7 @@ TABLE45 = TableDef(
         "tested once); on the embedded 0.5B engine about 20-30 minutes per method"
     ),
     tasks=("demo",),
-    plan=t45_repair.plan,
+    plan_runs=t45_repair.plan,
     tabulate=t45_repair.tabulate,
 )
 
@@ -98,65 +104,74 @@ TABLE6 = TableDef(
     script="table6_transfer.py",
     tables={"table6": "Table 6: transfer between HotpotQA and LoCoMo multi-hop (test F1)"},
     reproduces=(
-        "Table 6 of the GRSE paper: GRSE libraries trained on HotpotQA tested on LoCoMo "
-        "multi-hop and the other way round, beside their in-domain scores and the empty library"
+        "Table 6 of the GRSE paper: GRSE and MASkills libraries trained on HotpotQA tested on "
+        "LoCoMo multi-hop and the other way round (transfer), beside the in-domain libraries "
+        "and the empty library of the target"
     ),
     cost=(
-        "reads T1's GRSE runs and T2's multi-hop GRSE runs (made here if missing), plus one "
-        "cross-domain test per seed and direction"
+        "reads T1's and T2's multi-hop GRSE and MASkills runs (made here if missing), plus one "
+        "cross-domain test per method, seed and direction"
     ),
     tasks=("hotpotqa", "locomo"),
-    plan=t6_transfer.plan,
+    plan_runs=t6_transfer.plan,
     tabulate=t6_transfer.tabulate,
 )
 
 TABLE9 = TableDef(
     name="table9",
     script="table9_typing.py",
-    tables={"table9": "Table 9: learned HotpotQA skills typed by the critic model (temperature 0)"},
+    tables={"table9": "Table 9: final skill libraries by primary skill type"},
     reproduces=(
-        "Table 9 of the GRSE paper: the skills GRSE learned on HotpotQA (Table 1's runs), each "
-        "typed by the critic model at temperature 0, with the share and mean length per type"
+        "Table 9 of the GRSE paper: the final libraries of GRSE, GRSE w/o structure and "
+        "MASkills on HotpotQA and LoCoMo (first runs; LoCoMo's per-category libraries pooled), "
+        "each skill typed by the critic model at temperature 0 (format, retrieval, "
+        "verification, reasoning, abstention, generic): n, the share per type and the mean "
+        "words of description and body"
     ),
-    cost="T1's GRSE runs (made here if missing) plus one critic call per learned skill",
-    tasks=("hotpotqa",),
-    plan=t9_typing.plan,
+    cost=(
+        "the first training runs of T1 and T2 (made here if missing) plus one critic call per "
+        "learned skill"
+    ),
+    tasks=("hotpotqa", "locomo"),
+    plan_runs=t9_typing.plan,
     tabulate=t9_typing.tabulate,
+    first_run_only=True,
 )
 
 TABLE10 = TableDef(
     name="table10",
     script="table10_ablations.py",
-    tables={"table10": "Table 10: ablations on one mixed LoCoMo library (test F1)"},
+    tables={"table10": "Table 10: ablations on one shared LoCoMo library (test F1 / BLEU)"},
     reproduces=(
         "Table 10 of the GRSE paper: GRSE and its ablations (w/o structure, G = 1, DAPO filter, "
         "w/ label) each training one library on all four LoCoMo categories (32 questions per "
-        "iteration), tested per category with the Avg."
+        "iteration), one run per setting, tested with F1 and BLEU per category, over all "
+        "questions (All) and averaged over the categories (Avg.), beside the empty library"
     ),
     cost=(
-        "per actor and seed: 5 mixed-category training runs (T = 5, 32 questions per "
+        "per actor: 5 mixed-category training runs (first seed alone; T = 5, 32 questions per "
         "iteration, the whole 308-question validation split) and their tests on the 842 test "
         "questions, plus the empty library once"
     ),
     tasks=(t10_ablations.TASK,),
-    plan=t10_ablations.plan,
+    plan_runs=t10_ablations.plan,
     tabulate=t10_ablations.tabulate,
+    first_run_only=True,
 )
 
 TABLE11 = TableDef(
     name="table11",
     script="table11_cost.py",
-    tables={
-        "table11": "Table 11: training cost per role (HotpotQA, one training run incl. its tests)"
-    },
+    tables={"table11": "Table 11: training cost of the main-result runs"},
     reproduces=(
-        "Table 11 of the GRSE paper: calls, prompt and completion tokens and model time per role "
-        "(actor, critic, optimizer) and the training wall time of GRSE, GRSE w/o structure and "
-        "MASkills on HotpotQA"
+        "Table 11 of the GRSE paper: the actor's tokens of training rollouts, validation and in "
+        "all, and the training time of GRSE and MASkills on HotpotQA and LoCoMo (the four "
+        "per-category runs summed), per actor, mean ± SD over seeds; the critic's and "
+        "optimizer's usage and GRSE w/o structure beside them as ours"
     ),
-    cost="nothing beyond Table 1: it reads its training runs (made here if missing)",
-    tasks=("hotpotqa",),
-    plan=t11_cost.plan,
+    cost="nothing beyond Tables 1 and 2: it reads their training runs (made here if missing)",
+    tasks=("hotpotqa", "locomo"),
+    plan_runs=t11_cost.plan,
     tabulate=t11_cost.tabulate,
 )
 

@@ -1,6 +1,7 @@
 """A result table: cells of our numbers over seeds (mean ± SD) with the paper's number beside
 each, rendered as Markdown laid out like the paper and written with its JSON. A cell without a
-value is FAILED with the reason, never 0."""
+value is FAILED with the reason, never 0, unless it was not run because of the smoke size: such
+a cell says so and the table's header lists it (`ResultTable.not_run_line`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from .paper import PaperValue
 Result = RunOutcome | RunFailure
 FAILURE_CHARS = 90
 """A FAILED cell's reason is cut to this; the full errors are listed under the table."""
+NOT_RUN_AT_SIZE = "not run at the smoke size"
+"""What a cell that the smoke size does not run shows; the header lists every such cell."""
 Metric = Callable[[RunOutcome], float | None]
 
 
@@ -32,11 +35,21 @@ class Cell(BaseModel):
     text: str | None = None
     paper: PaperValue = None
     digits: int = 1
+    signed: bool = False
+    """Print a sign on our value and the paper's (`+0.7`): a change, as the paper prints it."""
+    not_run: str | None = None
+    """Why the cell has no run at this size (the smoke size); it is not a failure then, and
+    the table's header lists it. A table built at the full size has no such cell."""
+
+    @classmethod
+    def skipped_at_size(cls, paper: PaperValue = None, digits: int = 1) -> Cell:
+        """A cell the smoke size does not run (listed in the header, never a silent zero)."""
+        return cls(not_run=NOT_RUN_AT_SIZE, paper=paper, digits=digits)
 
     @property
     def failed(self) -> bool:
-        """No value at all: the cell shows FAILED."""
-        return self.text is None and not self.values
+        """No value at all and not skipped for the size: the cell shows FAILED."""
+        return self.text is None and not self.values and self.not_run is None
 
     @property
     def mean(self) -> float | None:
@@ -51,11 +64,13 @@ class Cell(BaseModel):
         """Our value as printed: `mean ± SD` over runs, a text, or FAILED with the reason."""
         if self.text is not None:
             return self.text
+        if self.not_run is not None and not self.values:
+            return self.not_run
         if not self.values:
             reason = self.failures[0] if self.failures else "no run produced this cell"
             short = reason if len(reason) <= FAILURE_CHARS else reason[: FAILURE_CHARS - 3] + "..."
             return f"FAILED ({short})"
-        shown = f"{self.mean:.{self.digits}f}"
+        shown = f"{self.mean:{'+' if self.signed else ''}.{self.digits}f}"
         if self.sd is not None:
             shown += f" ± {self.sd:.{self.digits}f}"
         runs = len(self.values) + len(self.failures)
@@ -68,11 +83,13 @@ class Cell(BaseModel):
         """The paper's value, or n/a where it is not available to us."""
         if self.paper is None:
             return "n/a"
-        if isinstance(self.paper, float):
+        if isinstance(self.paper, (int, float)):
+            if self.signed:
+                return f"{self.paper:+.{self.digits}f}"
             return (
                 f"{self.paper:.{self.digits}f}"
                 if self.paper != int(self.paper)
-                else (f"{self.paper:g}")
+                else f"{self.paper:g}"
             )
         return str(self.paper)
 
@@ -106,8 +123,8 @@ def collect(
 
 
 class Column(BaseModel):
-    """A column: its key (the paper data's column key), its label and whether the paper's
-    value is printed beside ours."""
+    """A column: its key (the paper's column key, `evals/paper/<table>.json`), its label and
+    whether it is one of the paper's columns (its value printed beside ours) or ours only."""
 
     key: str
     label: str
@@ -115,8 +132,12 @@ class Column(BaseModel):
 
 
 class Row(BaseModel):
+    """A row: its label, the paper's row key it sits beside (None: a row of ours that the
+    paper's table does not have) and its cells by column key."""
+
     label: str
     cells: dict[str, Cell]
+    key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -144,11 +165,45 @@ class ResultTable(BaseModel):
     notes: list[str] = Field(default_factory=list)
     figures: list[str] = Field(default_factory=list)
 
+    def cell(self, row: Row, column: Column) -> Cell:
+        """The cell of `row` in `column`; a column the row has no cell for is a failure."""
+        return row.cells.get(column.key) or Cell(failures=["no run produced this cell"])
+
     def failed_cells(self) -> list[tuple[str, str]]:
-        """(row, column) of every FAILED cell."""
+        """(row, column key) of every FAILED cell: every unfilled cell that is not listed as
+        not run at the smoke size, a column without a cell included."""
         return [
-            (row.label, key) for row in self.rows for key, cell in row.cells.items() if cell.failed
+            (row.label, column.key)
+            for row in self.rows
+            for column in self.columns
+            if self.cell(row, column).failed
         ]
+
+    def not_run_cells(self) -> list[tuple[str, str]]:
+        """(row, column label) of every cell not run at the smoke size."""
+        return [
+            (row.label, column.label)
+            for row in self.rows
+            for column in self.columns
+            if self.cell(row, column).not_run is not None and not self.cell(row, column).values
+        ]
+
+    def not_run_line(self) -> str | None:
+        """The header line listing the cells not run at the smoke size, row by row (a row
+        none of whose cells ran: `row (every column)`); None when every cell ran."""
+        skipped = self.not_run_cells()
+        if not skipped:
+            return None
+        by_row: dict[str, list[str]] = {}
+        for row, column in skipped:
+            by_row.setdefault(row, []).append(column)
+        parts = [
+            f"{row} (every column)"
+            if len(columns) == len(self.columns)
+            else f"{row}: {', '.join(columns)}"
+            for row, columns in by_row.items()
+        ]
+        return f"{NOT_RUN_AT_SIZE}: {len(skipped)} cell(s): " + "; ".join(parts)
 
 
 def _escape(text: str) -> str:
@@ -170,9 +225,7 @@ def render_markdown(table: ResultTable) -> str:
     for row in table.rows:
         cells = [_escape(row.label)]
         for column in table.columns:
-            cell = row.cells.get(column.key)
-            if cell is None:
-                cell = Cell(failures=["no run produced this cell"])
+            cell = table.cell(row, column)
             cells.append(_escape(cell.ours()))
             if column.paper:
                 cells.append(_escape(cell.paper_text()))
@@ -180,7 +233,10 @@ def render_markdown(table: ResultTable) -> str:
     failed = table.failed_cells()
     lines += ["", f"Cells marked FAILED: {len(failed)}."]
     reasons = dict.fromkeys(
-        reason for row in table.rows for cell in row.cells.values() for reason in cell.failures
+        reason
+        for row in table.rows
+        for column in table.columns
+        for reason in table.cell(row, column).failures
     )
     lines += [f"- failure: {_escape(reason)}" for reason in reasons]
     lines += [f"- {_escape(note)}" for note in table.notes]
@@ -192,10 +248,15 @@ def table_json(table: ResultTable) -> dict[str, object]:
     """The JSON document of a table: every cell with its values, mean, SD and paper value."""
     document = table.model_dump(mode="json")
     for row, dumped in zip(table.rows, document["rows"], strict=True):
-        for key, cell in row.cells.items():
-            dumped["cells"][key].update(
-                {"mean": cell.mean, "sd": cell.sd, "failed": cell.failed, "ours": cell.ours()}
-            )
+        for column in table.columns:
+            cell = table.cell(row, column)
+            dumped["cells"][column.key] = {
+                **cell.model_dump(mode="json"),
+                "mean": cell.mean,
+                "sd": cell.sd,
+                "failed": cell.failed,
+                "ours": cell.ours(),
+            }
     return document
 
 

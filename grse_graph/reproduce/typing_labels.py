@@ -1,5 +1,6 @@
-"""Table 9: each learned skill typed by the critic model at temperature 0, one label of a fixed
-list per skill. A reply that names no label is kept as `unparsed` (counted, never guessed)."""
+"""Table 9: each learned skill typed by the critic model at temperature 0, one primary type of a
+fixed list per skill, given its name, description and body (the paper's coding, grse.txt:381).
+A reply that names no label is kept as `unparsed` (counted, never guessed)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,30 @@ from .outcome import SkillType
 UNPARSED = "unparsed"
 TYPING_MAX_TOKENS = 32
 
-PROMPT = """You sort the skills of an agent team into types.
-Types: {types}.
-Read the skill below and reply with exactly one type from the list, nothing else.
+MEANINGS = {
+    "format": "how the final answer looks: its length, wording or normalisation",
+    "retrieval": "how to search for evidence or widen what was found",
+    "verification": "checking that an answer rests on the evidence",
+    "reasoning": "a procedure that infers the answer, such as date arithmetic or aggregation",
+    "abstention": "when to answer and when to decline, rules against declining included",
+    "generic": "advice that names no concrete procedure",
+}
+"""What each of the paper's six types covers (its skill coding, grse.txt:381), shown to the
+typing model; a label of another list is shown without a meaning."""
+ABBREVIATIONS = {
+    "format": "Fmt",
+    "retrieval": "Retr",
+    "verification": "Verif",
+    "reasoning": "Reas",
+    "abstention": "Abst",
+    "generic": "Generic",
+}
+"""Table 9's column of each type (the paper's Fmt ... Abst; it labelled no skill generic)."""
+
+PROMPT = """You sort the skills of an agent team by their primary purpose.
+Types:
+{types}
+Read the skill below and reply with exactly one type name from the list, nothing else.
 
 Agent: {agent}
 Skill name: {name}
@@ -35,6 +57,23 @@ def parse_label(reply: str, labels: Sequence[str]) -> str:
     return min(found)[1] if found else UNPARSED
 
 
+def describe(labels: Sequence[str]) -> str:
+    """The types as the prompt lists them, one a line with its meaning where known."""
+    return "\n".join(
+        f"- {label}: {MEANINGS[label]}" if label in MEANINGS else f"- {label}" for label in labels
+    )
+
+
+def skill_words(description: str, body: str) -> int:
+    """A skill's length as Table 9 counts it: the words of its description and body."""
+    return len(description.split()) + len(body.split())
+
+
+def column(label: str) -> str:
+    """Table 9's column label of a type."""
+    return ABBREVIATIONS.get(label, label)
+
+
 async def type_skills(
     provider: ChatModelProvider,
     libraries: Mapping[str, SkillLibrary],
@@ -48,7 +87,7 @@ async def type_skills(
     for agent in sorted(libraries):
         for skill in libraries[agent].skills:
             prompt = PROMPT.format(
-                types=", ".join(labels),
+                types=describe(labels),
                 agent=agent,
                 name=skill.name,
                 description=skill.description,
@@ -60,7 +99,7 @@ async def type_skills(
                 SkillType(
                     agent=agent,
                     skill=skill.name,
-                    words=len(skill.body.split()),
+                    words=skill_words(skill.description, skill.body),
                     label=parse_label(reply, labels),
                     reply=reply.strip()[:200],
                 )

@@ -1,26 +1,44 @@
-"""Table 2: LoCoMo per category, F1 and BLEU of GRSE and MASkills trained per category, the
-empty library and the full-context baseline (32-token answers), with the Avg. over the four
-categories; mean ± SD over seeds."""
+"""Table 2: LoCoMo per category, F1 and BLEU of the full-context baseline (32-token answers),
+the empty library, and MASkills, GRSE w/o structure and GRSE trained per category, with the
+Avg. over the four categories; one column group per actor (the paper's Qwen3.8 and Gemma4),
+mean ± SD over seeds."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from grse_graph.reproduce.context import Actor, TableContext
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunFailure
+from grse_graph.reproduce.paper import PaperValue
 from grse_graph.reproduce.specs import baseline_spec, eval_spec, train_spec
-from grse_graph.reproduce.table import Cell, Column, Row, TableContent, collect
+from grse_graph.reproduce.table import Cell, NotMeasured, TableContent, collect
 
-from .base import Layout, Result, flatten, results_of, summary_metric
+from .base import (
+    Layout,
+    Result,
+    actor_lines,
+    flatten,
+    layout_column,
+    layout_row,
+    paper_actor,
+    results_of,
+    summary_metric,
+)
 
 TASK = "locomo"
 CATEGORIES = ("multi-hop", "temporal", "open-domain", "single-hop")
-TRAINED = {"GRSE": "grse", "MASkills": "maskills"}
+FULL_CONTEXT = "Full-context"
+EMPTY = "Empty library"
+TRAINED = {
+    "MASkills": ("maskills", "default"),
+    "GRSE w/o structure": ("grse", "no-structure"),
+    "GRSE": ("grse", "default"),
+}
+"""The trained rows, in the paper's order (after full-context and the empty library)."""
+ROWS = (FULL_CONTEXT, EMPTY, *TRAINED)
 METRICS = {"f1": "F1", "bleu": "BLEU"}
-NOT_TRAINED = "not trained at the smoke size"
-"""The text of a trained row's cell in a category the smoke size does not train."""
 
 
 def trained_categories(ctx: TableContext) -> tuple[str, ...]:
@@ -38,8 +56,8 @@ def smoke_header(ctx: TableContext) -> list[str]:
         return []
     return [
         f"SMOKE SIZE: LoCoMo trained per category on {', '.join(trained) or 'none'} "
-        f"only (settings.json smoke.locomo_categories); the other categories' trained cells "
-        f"read '{NOT_TRAINED}'"
+        "only (settings.json smoke.locomo_categories); the other categories' trained cells "
+        "are not run"
     ]
 
 
@@ -52,25 +70,22 @@ def trained_runs(ctx: TableContext, actor: Actor, label: str, category: str) -> 
     smoke size does not train."""
     if category not in trained_categories(ctx):
         return []
+    method, variant = TRAINED[label]
     start = empty_run(ctx, actor, category)
     return [
-        train_spec(ctx, actor, TASK, category, TRAINED[label], "default", s, start=start)
-        for s in ctx.seeds
+        train_spec(ctx, actor, TASK, category, method, variant, s, start=start) for s in ctx.seeds
     ]
 
 
 def layout(ctx: TableContext) -> Layout:
-    rows: Layout = {}
+    rows: Layout = {label: {} for label in ROWS}
     for actor in ctx.actors:
         for category in CATEGORIES:
             key = f"{actor.label}|{category}"
-            empty = empty_run(ctx, actor, category)
+            rows[FULL_CONTEXT][key] = [baseline_spec(ctx, actor, TASK, category, "full-context", 0)]
+            rows[EMPTY][key] = [empty_run(ctx, actor, category)]
             for label in TRAINED:
-                rows.setdefault(label, {})[key] = trained_runs(ctx, actor, label, category)
-            rows.setdefault("Empty library", {})[key] = [empty]
-            rows.setdefault("Full-context", {})[key] = [
-                baseline_spec(ctx, actor, TASK, category, "full-context", 0)
-            ]
+                rows[label][key] = trained_runs(ctx, actor, label, category)
     return rows
 
 
@@ -87,9 +102,14 @@ def _average(per_category: list[list[Result]], metric: str) -> Cell:
         values = []
         for category, results in zip(CATEGORIES, per_category, strict=True):
             result = results[min(position, len(results) - 1)]
-            value = (
-                None if isinstance(result, RunFailure) else summary_metric(metric, category)(result)
-            )
+            try:
+                value = (
+                    None
+                    if isinstance(result, RunFailure)
+                    else summary_metric(metric, category)(result)
+                )
+            except NotMeasured:
+                value = None
             if value is None:
                 cell.failures.append(f"{category} has no {metric} for seed position {position}")
                 break
@@ -99,45 +119,66 @@ def _average(per_category: list[list[Result]], metric: str) -> Cell:
     return cell
 
 
+def column_key(paper: str | None, actor: Actor, category: str, metric: str) -> str:
+    """A column's key: the paper's actor, category and metric (`Qwen3.8|multi-hop:f1`), or
+    ours past the paper's actors."""
+    return f"{paper or actor.label}|{category}:{metric}"
+
+
+def _paper_values(
+    ctx: TableContext, row: str, paper: str | None, actor: Actor
+) -> Callable[[str, str], PaperValue]:
+    """The paper's value of `row` by category and metric in the paper actor's columns (none
+    for an actor past the paper's)."""
+
+    def value(category: str, metric: str) -> PaperValue:
+        return ctx.paper.value(row, column_key(paper, actor, category, metric)) if paper else None
+
+    return value
+
+
 def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableContent]:
     rows = layout(ctx)
     columns = []
     for actor in ctx.actors:
+        paper = paper_actor(ctx, actor)
         for category in [*CATEGORIES, "avg"]:
             for key, name in METRICS.items():
+                label = f"{paper or actor.label} {category} {name} ({actor.label})"
                 columns.append(
-                    Column(
-                        key=f"{actor.label}|{category}:{key}",
-                        label=f"{category} {name} [{actor.label}]",
-                    )
+                    layout_column(ctx.paper, column_key(paper, actor, category, key), label)
                 )
     table_rows = []
     for label, groups in rows.items():
         cells: dict[str, Cell] = {}
         for actor in ctx.actors:
+            paper = paper_actor(ctx, actor)
+            value = _paper_values(ctx, label, paper, actor)
             per_category = []
             for category in CATEGORIES:
                 specs = groups[f"{actor.label}|{category}"]
-                if not specs:
+                if not specs:  # a category the smoke size does not train
                     for key in ("avg", category):
                         cells |= {
-                            f"{actor.label}|{key}:{m}": Cell(text=NOT_TRAINED) for m in METRICS
+                            column_key(paper, actor, key, m): Cell.skipped_at_size(value(key, m))
+                            for m in METRICS
                         }
                     continue
                 group = results_of(specs, results)
                 per_category.append(group)
                 for key in METRICS:
-                    cells[f"{actor.label}|{category}:{key}"] = collect(
-                        group,
-                        summary_metric(key, category),
-                        paper=ctx.paper.value(label, f"{category}:{key}"),
+                    cells[column_key(paper, actor, category, key)] = collect(
+                        group, summary_metric(key, category), paper=value(category, key)
                     )
             if len(per_category) < len(CATEGORIES):
-                continue  # the Avg. needs every category: NOT_TRAINED above
+                continue  # the Avg. needs every category: not run above
             for key in METRICS:
                 avg = _average(per_category, key)
-                avg.paper = ctx.paper.value(label, f"avg:{key}")
-                cells[f"{actor.label}|avg:{key}"] = avg
-        table_rows.append(Row(label=label, cells=cells))
-    notes = ["Avg.: the mean of the four categories' values of one seed, then mean ± SD"]
-    return [TableContent(columns=columns, rows=table_rows, notes=notes, header=smoke_header(ctx))]
+                avg.paper = value("avg", key)
+                cells[column_key(paper, actor, "avg", key)] = avg
+        table_rows.append(layout_row(ctx.paper, label, label, cells))
+    notes = [
+        "Avg. (ours): the mean of the four categories' values of one seed, then mean ± SD",
+    ]
+    header = [*actor_lines(ctx), *smoke_header(ctx)]
+    return [TableContent(columns=columns, rows=table_rows, notes=notes, header=header)]

@@ -1,93 +1,172 @@
-"""Table 9: the skills GRSE learned on HotpotQA (T1's runs), typed by the critic model at
-temperature 0: per type its share of the skills and their mean length in words."""
+"""Table 9: the final skill libraries of GRSE, GRSE w/o structure and MASkills on HotpotQA and
+LoCoMo (the first run of each; on LoCoMo the per-category libraries pooled), each skill typed
+by the critic model at temperature 0 with one primary type: per row the number of skills, the
+share of each type and the mean length (words of description and body)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 
 from grse_graph.reproduce.context import Actor, TableContext
 from grse_graph.reproduce.manifest import RunSpec, unique_runs
-from grse_graph.reproduce.outcome import RunOutcome
+from grse_graph.reproduce.outcome import RunFailure, SkillType
 from grse_graph.reproduce.specs import models
-from grse_graph.reproduce.table import Column, Metric, NotMeasured, Row, TableContent, collect
-from grse_graph.reproduce.typing_labels import UNPARSED
+from grse_graph.reproduce.table import Cell, TableContent
+from grse_graph.reproduce.typing_labels import UNPARSED, column
 
-from . import t1_hotpotqa
-from .base import Result, results_of
+from . import t1_hotpotqa, t2_locomo
+from .base import Result, actor_lines, layout_column, layout_row, paper_actor
+
+METHODS = ("MASkills", "GRSE w/o structure", "GRSE")
+"""The rows of each task and actor (the trained rows of Tables 1 and 2)."""
+COUNT, WORDS = "n", "words"
+NO_SKILL = "– (no skill)"
+"""A share or length of a row whose libraries hold no skill: a finished run, not a failure."""
+PAPER_TYPES = ("format", "retrieval", "verification", "reasoning", "abstention")
+"""The types the paper's table prints a column for (grse.txt:383)."""
 
 
-def typing_runs(ctx: TableContext, actor: Actor) -> list[RunSpec]:
+def typing_spec(ctx: TableContext, actor: Actor, trained: RunSpec) -> RunSpec:
+    """The typing of one training run's final libraries by the critic model."""
+    return RunSpec(
+        kind="typing",
+        task=trained.task,
+        category=trained.category,
+        method="typing",
+        variant=f"{trained.method}-{trained.variant}",
+        actor=actor.label,
+        seed=trained.seed,
+        commit=ctx.commit,
+        params={
+            "libraries_from": trained.run_id,
+            "labels": ctx.settings.typing.labels,
+            "models": models(actor),
+        },
+        needs=(trained.run_id,),
+    )
+
+
+def _trained(ctx: TableContext, actor: Actor, task: str, method: str) -> list[RunSpec]:
+    """The first runs whose libraries a row pools: HotpotQA's one, LoCoMo's per category
+    (those trained at this size)."""
+    if task == "hotpotqa":
+        return t1_hotpotqa.trained_runs(ctx, actor, method)[:1]
     return [
-        RunSpec(
-            kind="typing",
-            task=spec.task,
-            method="typing",
-            variant=spec.method,
-            actor=actor.label,
-            seed=spec.seed,
-            commit=ctx.commit,
-            params={
-                "libraries_from": spec.run_id,
-                "labels": ctx.settings.typing.labels,
-                "models": models(actor),
-            },
-            needs=(spec.run_id,),
-        )
-        for spec in t1_hotpotqa.trained_runs(ctx, actor, "GRSE")
+        runs[0]
+        for category in t2_locomo.trained_categories(ctx)
+        if (runs := t2_locomo.trained_runs(ctx, actor, method, category))
     ]
+
+
+def row_key(task: str, paper: str | None, actor: Actor, method: str) -> str:
+    """The paper's row key (`HotpotQA|Qwen3.8|GRSE`): the task, the paper's actor (or ours
+    past them), the method."""
+    name = "HotpotQA" if task == "hotpotqa" else "LoCoMo"
+    return f"{name}|{paper or actor.label}|{method}"
+
+
+def _label(key: str) -> str:
+    task, actor, method = key.split("|")
+    return f"{task}, {actor}: {method}"
+
+
+def groups(ctx: TableContext) -> dict[str, list[RunSpec]]:
+    """Row key -> its typing runs (one per pooled library)."""
+    rows: dict[str, list[RunSpec]] = {}
+    for task in ("hotpotqa", "locomo"):
+        for actor in ctx.actors:
+            paper = paper_actor(ctx, actor)
+            for method in METHODS:
+                rows[row_key(task, paper, actor, method)] = [
+                    typing_spec(ctx, actor, spec) for spec in _trained(ctx, actor, task, method)
+                ]
+    return rows
 
 
 def plan(ctx: TableContext) -> list[RunSpec]:
     runs: list[RunSpec] = []
     for actor in ctx.actors:
-        runs += t1_hotpotqa.layout(ctx)["GRSE"][actor.label]
-        runs += typing_runs(ctx, actor)
+        runs.append(t1_hotpotqa.empty_run(ctx, actor))
+        runs += [t2_locomo.empty_run(ctx, actor, c) for c in t2_locomo.trained_categories(ctx)]
+        for task in ("hotpotqa", "locomo"):
+            for method in METHODS:
+                runs += _trained(ctx, actor, task, method)
+    for specs in groups(ctx).values():
+        runs += specs
     return unique_runs(runs)
 
 
-def _share(label: str) -> Metric:
-    def read(outcome: RunOutcome) -> float | None:
-        if not outcome.skill_types:
-            raise NotMeasured("the trained libraries hold no skill")
-        return 100.0 * sum(t.label == label for t in outcome.skill_types) / len(outcome.skill_types)
+def _types(specs: Sequence[RunSpec], results: Mapping[str, Result]) -> list[SkillType] | str:
+    """Every typed skill of the row's pooled libraries, or the first failure's reason."""
+    types: list[SkillType] = []
+    for spec in specs:
+        result = results.get(spec.run_id)
+        if result is None:
+            return f"run {spec.run_id}: not run"
+        if isinstance(result, RunFailure):
+            return f"run {result.run_id}: {result.error}"
+        types += result.skill_types
+    return types
 
-    return read
+
+def row_cells(
+    types: list[SkillType] | str, labels: Sequence[str], paper: Mapping[str, object]
+) -> dict[str, Cell]:
+    """n, the share (%) of each type and of unparsed replies, and the mean words; every cell
+    FAILED with the reason when a typing run failed."""
+    keys = [*labels, UNPARSED, COUNT, WORDS]
+
+    def beside(key: str) -> float | str | None:
+        value = paper.get(key)
+        return value if isinstance(value, (int, float, str)) else None
+
+    if isinstance(types, str):
+        return {key: Cell(failures=[types], paper=beside(key)) for key in keys}
+    cells = {COUNT: Cell(values=[float(len(types))], digits=0, paper=beside(COUNT))}
+    for key in [*labels, UNPARSED]:
+        if not types:
+            cells[key] = Cell(text=NO_SKILL, paper=beside(key))
+            continue
+        share = 100.0 * sum(t.label == key for t in types) / len(types)
+        cells[key] = Cell(values=[share], digits=0, paper=beside(key))
+    cells[WORDS] = (
+        Cell(values=[statistics.fmean(t.words for t in types)], digits=0, paper=beside(WORDS))
+        if types
+        else Cell(text=NO_SKILL, paper=beside(WORDS))
+    )
+    return cells
 
 
-def _words(label: str) -> Metric:
-    def read(outcome: RunOutcome) -> float | None:
-        if not outcome.skill_types:
-            raise NotMeasured("no skill was typed")
-        chosen = [t.words for t in outcome.skill_types if t.label == label]
-        if not chosen:
-            raise NotMeasured("no skill of this type")
-        return sum(chosen) / len(chosen)
-
-    return read
+def smoke_header(ctx: TableContext) -> list[str]:
+    trained = t2_locomo.trained_categories(ctx)
+    if trained == t2_locomo.CATEGORIES:
+        return []
+    return [
+        f"SMOKE SIZE: the LoCoMo rows pool the libraries of {', '.join(trained) or 'no category'} "
+        "only (the categories trained at this size; the paper pools all four)"
+    ]
 
 
 def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableContent]:
-    columns = []
-    for actor in ctx.actors:
-        columns += [
-            Column(key=f"{actor.label}:share", label=f"% of skills [{actor.label}]"),
-            Column(key=f"{actor.label}:words", label=f"words [{actor.label}]"),
-        ]
+    labels = ctx.settings.typing.labels
+    ordered = [label for label in labels if label in PAPER_TYPES]
+    ordered += [COUNT, WORDS, *(label for label in labels if label not in PAPER_TYPES), UNPARSED]
+    shown = {COUNT: "n", WORDS: "Words"}
+    columns = [layout_column(ctx.paper, key, shown.get(key, column(key))) for key in ordered]
     rows = []
-    for label in [*ctx.settings.typing.labels, UNPARSED]:
-        cells = {}
-        for actor in ctx.actors:
-            outcomes = results_of(typing_runs(ctx, actor), results)
-            cells[f"{actor.label}:share"] = collect(
-                outcomes, _share(label), paper=ctx.paper.value(label, "share")
-            )
-            cells[f"{actor.label}:words"] = collect(
-                outcomes, _words(label), paper=ctx.paper.value(label, "words")
-            )
-        rows.append(Row(label=label, cells=cells))
+    for key, specs in groups(ctx).items():
+        paper = {c.key: ctx.paper.value(key, c.key) for c in columns}
+        if not specs:  # no LoCoMo category trained at this size
+            cells = {c.key: Cell.skipped_at_size(paper[c.key]) for c in columns}
+        else:
+            cells = row_cells(_types(specs, results), labels, paper)
+        rows.append(layout_row(ctx.paper, key, _label(key), cells))
     notes = [
-        "words: mean body length of the skills of that type; a type without skills has no "
-        "length (FAILED: no skill of this type), never 0",
+        "type columns: % of the row's skills; Words: mean words of description and body; "
+        "n: skills in the row's final libraries (LoCoMo: the per-category libraries pooled)",
+        f"{column(UNPARSED)}: replies naming no type (counted, never guessed); generic: the "
+        "paper's sixth type, which it gave no skill",
     ]
-    header = [f"types: {ctx.settings.typing.why}"]
+    header = [f"types: {ctx.settings.typing.why}", *actor_lines(ctx), *smoke_header(ctx)]
     return [TableContent(columns=columns, rows=rows, notes=notes, header=header)]

@@ -110,7 +110,8 @@ def smoke_budgets(out: Path, tables: tuple[str, ...] = ORDER) -> list[TableBudge
     from grse_graph.reproduce.script import main
 
     budgets: list[TableBudget] = []
-    with CountingServer() as server, _environment(server):
+    server = CountingServer()
+    with server, _environment(server):
         runs: dict[str, Tally] = {}
         original = scheduler.make_run
 
@@ -121,7 +122,7 @@ def smoke_budgets(out: Path, tables: tuple[str, ...] = ORDER) -> list[TableBudge
             finally:
                 runs[spec.run_id] = server.tally(start)
 
-        scheduler.make_run = counted  # type: ignore[assignment]
+        scheduler.make_run = counted
         try:
             for table in tables:
                 runs.clear()
@@ -133,7 +134,7 @@ def smoke_budgets(out: Path, tables: tuple[str, ...] = ORDER) -> list[TableBudge
                     raise RuntimeError(f"{table} smoke failed with status {status}")
                 budgets.append(TableBudget(table, server.tally(start), dict(runs)))
         finally:
-            scheduler.make_run = original  # type: ignore[assignment]
+            scheduler.make_run = original
     return budgets
 
 
