@@ -102,7 +102,8 @@ def execute_eval(
     planted = spec.params.get("planted")
     libraries = _libraries_of(_needed(needed, source)) if source else {}
     if planted:
-        libraries = load_planted(Path(planted)).libraries()
+        kinds = spec.params.get("planted_kinds")  # e.g. the helpful skills alone (Table 4)
+        libraries = load_planted(Path(planted)).libraries(kinds=kinds)
     team = default_team(task).with_libraries(libraries)
     with open_endpoints(ctx.llm, engine_log=folder / "engine.log") as endpoints:
         summary = asyncio.run(

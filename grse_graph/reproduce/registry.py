@@ -78,25 +78,30 @@ TABLE45 = TableDef(
     name="table4_5",
     script="table4_5_repair.py",
     tables={
-        "table4": "Table 4: repair of a planted library, test score (points) planted -> trained",
-        "table5": "Table 5: planted skills, first credit u1 and fate per method",
+        "table4": "Table 4: repairing a perturbed library, test F1 / BLEU, ΔF1 and abstention",
+        "table5": "Table 5: the planted skills' kind, u1 and fate per method",
     },
     reproduces=(
-        "Tables 4 and 5 and Figure 4 of the GRSE paper: from a planted library (per agent "
-        "helpful and harmful skills; default the demo's planted.json, --planted FILE for "
-        "another in the same format), GRSE, GRSE with probe credit and MASkills train; Table 4 "
-        "gives planted and trained test scores, the difference, abstention and what was "
-        "removed or kept, Table 5 each planted skill's first credit u1 (sign) and fate"
+        "Tables 4 and 5 of the GRSE paper in a named design (--design paper, the default: "
+        "LoCoMo single-hop from the paper's perturbed library, per agent one helpful and two "
+        "harmful or irrelevant skills; --design demo: the demo task's repair, sized for a "
+        "2-core CPU; --planted FILE replaces the design's library): Table 4 gives F1, BLEU, "
+        "ΔF1 and the abstention rate of the perturbed library, its helpful skills alone and "
+        "the final libraries of MASkills and GRSE (with --additions also GRSE + probe, the "
+        "project's addition, as its own row); Table 5 each planted skill's kind, u1 and fate "
+        "per method, the right signs and the helpful-harmful separation"
     ),
     cost=(
-        "per actor and seed: 3 training runs of the demo's repair size (1 iteration, 2 "
-        "questions, G = 4, 6 validation questions; probe credit 30 team runs) and their tests "
-        "on the planted library's test split (demo: 24 questions; the planted library is "
-        "tested once); on the embedded 0.5B engine about 20-30 minutes per method"
+        "per actor, one run per method (the paper's): the perturbed and the helpful-alone "
+        "libraries on the test split (single-hop: 453 questions), and one training run per "
+        "method (paper design: T = 5, G = 4, 24 questions per iteration, the whole 159-question "
+        "validation split, then its test; demo design: 1 iteration of 2 questions); "
+        "--iterations, --batch-size, --validation-size and --limit size it for a machine"
     ),
-    tasks=("demo",),
+    tasks=("locomo", "demo"),
     plan_runs=t45_repair.plan,
     tabulate=t45_repair.tabulate,
+    first_run_only=True,
 )
 
 TABLE6 = TableDef(

@@ -88,10 +88,25 @@ def transfer_spec(
     )
 
 
-def planted_spec(ctx: TableContext, actor: Actor, task: str, planted: str) -> RunSpec:
-    """The team with the planted library of the JSON file `planted` on the test split."""
-    params = {**_test_split(ctx), "planted": planted}
-    return _run(ctx, actor, "eval", task, params, method="planted")
+def planted_spec(
+    ctx: TableContext,
+    actor: Actor,
+    task: str,
+    planted: str,
+    category: str | None = None,
+    kinds: tuple[str, ...] | None = None,
+) -> RunSpec:
+    """The team with the planted library of the JSON file `planted` on the test split (of
+    `category`); with `kinds`, only the planted skills of those kinds (the helpful skills
+    alone: variant `helpful-alone`)."""
+    params: dict[str, Any] = {**_test_split(ctx), "planted": planted}
+    variant = "default"
+    if kinds is not None:
+        params["planted_kinds"] = list(kinds)
+        variant = "-".join(kinds) + "-alone"
+    return _run(
+        ctx, actor, "eval", task, params, category=category, method="planted", variant=variant
+    )
 
 
 def baseline_spec(

@@ -11,9 +11,11 @@ Format: a JSON file (any task may ship one; the demo task's is `demo_data/plante
     {
       "task": "demo",
       "pack": "planted",
+      "about": "where the library comes from (optional; printed above the report)",
       "skills": [
         {"agent": "retriever", "skill": "yes-no-candidate", "kind": "helpful",
-         "note": "why this skill helps or harms, for the report"},
+         "note": "why this skill helps or harms, for the report",
+         "paper_name": "the paper's label (optional)", "paper_lines": [245]},
         ...
       ]
     }
@@ -23,10 +25,16 @@ Format: a JSON file (any task may ship one; the demo task's is `demo_data/plante
   (`<pack>/manifest.json`, `<pack>/<agent>/skills/<skill>/SKILL.md`) that can be passed to
   `--pack` as it is, or a folder of library folders; read by
   `grse_graph.skills.load_libraries`.
-- `skills`: every skill of the pack exactly once, with its `kind` (`helpful` or `harmful`)
-  and a one-line `note` saying what it does to answers. A skill of the pack that is not
-  listed, or a listed skill missing from the pack, is an error (`PlantedLibrary.libraries`),
-  so a report never has to guess a kind.
+- `skills`: every skill of the pack exactly once, with its `kind` (`helpful`, `harmful` or
+  `irrelevant`, the paper's three kinds) and a one-line `note` saying what it does to
+  answers; `paper_name` is the skill's label in the paper's table when the library stands for
+  the paper's (Table 5), `paper_lines` the lines of the paper's text that describe it. A skill
+  of the pack that is not listed, or a listed skill missing from the pack, is an error
+  (`PlantedLibrary.libraries`), so a report never has to guess a kind.
+
+Two libraries ship with the package: the demo task's (`demo_planted`, four skills picked by
+measurement on the demo) and the paper's LoCoMo single-hop library (`locomo_planted`, whose
+bodies the project wrote from the paper's descriptions).
 
 Every problem is a `TaskError` with one line naming the file.
 """
@@ -34,6 +42,7 @@ Every problem is a `TaskError` with one line naming the file.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -49,12 +58,19 @@ from grse_graph.skills.text import first_repeat
 from grse_graph.tasks.io import read_json
 from grse_graph.validation_text import describe_validation_error
 
-PlantedKind = Literal["helpful", "harmful"]
+PlantedKind = Literal["helpful", "harmful", "irrelevant"]
+PLANTED_KINDS: tuple[PlantedKind, ...] = ("helpful", "harmful", "irrelevant")
+"""The kinds of the paper's robustness study (Table 5: help, harm, irr.), in its order."""
 DEMO_PLANTED_FILE = "planted.json"
+PLANTED_FILE = DEMO_PLANTED_FILE
+"""The file name of every planted library shipped with the package."""
+LOCOMO_PLANTED_FOLDER = "locomo_planted"
+"""The paper's LoCoMo single-hop library, inside `grse_graph.tasks`."""
 
 
 class PlantedSkill(BaseModel):
-    """One skill of a planted library and whether it helps or harms (for reports only)."""
+    """One skill of a planted library and whether it helps, harms or is irrelevant (for
+    reports only)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -62,6 +78,15 @@ class PlantedSkill(BaseModel):
     skill: str = Field(pattern=NAME_PATTERN.pattern, max_length=MAX_NAME_CHARS)
     kind: PlantedKind
     note: str = Field(min_length=1)
+    paper_name: str | None = Field(default=None, min_length=1)
+    """The skill's label in the paper's table (Table 5), when the library stands for it."""
+    paper_lines: list[int] = Field(default_factory=list)
+    """Lines of the paper's text (`grse.txt`) that name or describe the skill."""
+
+    @property
+    def label(self) -> str:
+        """The paper's label where given, else the skill's name."""
+        return self.paper_name or self.skill
 
     @field_validator("note")
     @classmethod
@@ -83,6 +108,8 @@ class PlantedLibrary(BaseModel):
 
     task: str = Field(min_length=1)
     pack: str = Field(min_length=1)
+    about: str = ""
+    """Where the library comes from, for a report's header (one line)."""
     skills: list[PlantedSkill]
 
     _source: Path = PrivateAttr(default_factory=Path)
@@ -127,8 +154,9 @@ class PlantedLibrary(BaseModel):
         parts = []
         for agent in agents:
             kinds = Counter(entry.kind for entry in self.skills if entry.agent == agent)
-            counts = [(kinds[kind], kind) for kind in ("helpful", "harmful") if kinds[kind]]
-            words = " and ".join(f"{count} {kind}" for count, kind in counts)
+            counts = [(kinds[kind], kind) for kind in PLANTED_KINDS if kinds[kind]]
+            said = [f"{count} {kind}" for count, kind in counts]
+            words = " and ".join([", ".join(said[:-1]), said[-1]] if len(said) > 2 else said)
             # The noun follows the count next to it: "1 helpful and 2 harmful skills".
             plural = "s" if counts[-1][0] > 1 else ""
             parts.append(f"{agent}: {words} skill{plural}")
@@ -142,9 +170,11 @@ class PlantedLibrary(BaseModel):
         inside = PACK_SKILLS_DIR if (root / MANIFEST_FILE).exists() else ""
         return {agent: str(root / agent / inside) for agent in agents}
 
-    def libraries(self) -> dict[str, SkillLibrary]:
+    def libraries(self, kinds: Collection[PlantedKind] | None = None) -> dict[str, SkillLibrary]:
         """The pack's libraries by agent, after checking that the pack and the list agree
-        skill for skill (`TaskError` naming the first disagreement otherwise)."""
+        skill for skill (`TaskError` naming the first disagreement otherwise). With `kinds`,
+        each agent keeps only its skills of those kinds (the paper's helpful-skills-alone
+        reference: `kinds=["helpful"]`); an agent left without one has an empty library."""
         where = shown(self._source)
         try:
             libraries = load_libraries(self.pack_path())
@@ -164,7 +194,20 @@ class PlantedLibrary(BaseModel):
                         f"{where}: skill {name!r} of agent {agent!r} in the pack {self.pack!r} "
                         "is not listed (give it a kind)"
                     )
-        return libraries
+        if kinds is None:
+            return libraries
+        unknown = sorted(set(kinds) - set(PLANTED_KINDS))
+        if unknown:
+            raise TaskError(
+                f"{where}: unknown kind {unknown[0]!r} (kinds: {', '.join(PLANTED_KINDS)})"
+            )
+        kept = {}
+        for agent, library in libraries.items():
+            for name in library.names():
+                if self.kind_of(agent, name) not in kinds:
+                    library = library.remove(name)
+            kept[agent] = library
+        return kept
 
 
 def load_planted(path: Path) -> PlantedLibrary:
@@ -186,7 +229,20 @@ def load_planted(path: Path) -> PlantedLibrary:
     return planted
 
 
+def bundled_planted(folder: str) -> PlantedLibrary:
+    """A planted library shipped inside `grse_graph.tasks` (package data): `folder`'s
+    `planted.json`."""
+    root = resources.files("grse_graph.tasks").joinpath(folder)
+    return load_planted(Path(str(root.joinpath(PLANTED_FILE))))
+
+
 def demo_planted() -> PlantedLibrary:
     """The planted starting library bundled with the demo task (package data)."""
-    root = resources.files("grse_graph.tasks").joinpath("demo_data")
-    return load_planted(Path(str(root.joinpath(DEMO_PLANTED_FILE))))
+    return bundled_planted("demo_data")
+
+
+def locomo_planted() -> PlantedLibrary:
+    """The paper's perturbed LoCoMo single-hop library (§5.3, App. C, Table 5; package data):
+    per agent one helpful skill and two harmful or irrelevant ones, bodies written by the
+    project from the paper's descriptions."""
+    return bundled_planted(LOCOMO_PLANTED_FOLDER)

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from grse_graph.methods.plan import AggregationResult
-from grse_graph.tasks.planted import PlantedLibrary
+from grse_graph.tasks.planted import PlantedKind, PlantedLibrary
 
 from .records import GateRecord, OperatorLine
 from .run_folder import RunFolder
@@ -29,7 +29,7 @@ class PlantedSkillOutcome(BaseModel):
 
     agent: str
     skill: str
-    kind: Literal["helpful", "harmful"]
+    kind: PlantedKind
     # The critic's aggregated utility and verdict in the first plan (None: no credit).
     u1: float | None = None
     critic_verdict: str | None = None
@@ -45,17 +45,26 @@ class PlantedSkillOutcome(BaseModel):
 
     @property
     def sign_correct(self) -> bool | None:
-        """Whether u1 has the sign of the kind (None without a credit or at u1 = 0)."""
-        if self.u1 is None or self.u1 == 0:
+        """Whether u1 has the sign of the kind (None without a credit, at u1 = 0, or for an
+        irrelevant skill, which has no right sign: Table 5 counts helpful and harmful ones)."""
+        if self.u1 is None or self.u1 == 0 or self.kind == "irrelevant":
             return None
         return (self.u1 > 0) == (self.kind == "helpful")
 
     @property
     def repaired(self) -> bool:
-        """Harmful and removed or rewritten, or helpful and kept (refined counts as kept)."""
-        if self.kind == "harmful":
-            return self.fate != "kept"
-        return self.fate in ("kept", "refined")
+        """Harmful or irrelevant (the perturbation) and removed or rewritten, or helpful and
+        kept (refined counts as kept)."""
+        if self.kind == "helpful":
+            return self.fate in ("kept", "refined")
+        return self.fate != "kept"
+
+    def fate_text(self) -> str:
+        """The fate as the tables print it: `kept`, or the change with the iteration whose
+        gate accepted it (`merged@2`; the paper's subscript)."""
+        if self.fate_iteration is None:
+            return self.fate
+        return f"{self.fate}@{self.fate_iteration}"
 
 
 def _first_credit(

@@ -1,6 +1,7 @@
 """Tables 4 + 5 end to end at the smoke size against the fake OpenAI-compatible server (no
-engine): the dry run, the written tables, reuse of finished runs, resume of an unfinished one,
-and failed cells when the endpoint is down."""
+engine), in the paper's design (LoCoMo single-hop on the shipped fixtures): the dry run, the
+written tables, reuse of finished runs, resume of an unfinished one, and failed cells when the
+endpoint is down; the demo design's dry run."""
 
 from __future__ import annotations
 
@@ -30,9 +31,10 @@ def test_dry_run_lists_the_runs_with_costs_and_starts_nothing(
         assert main("table4_5", [*ARGS, "--dry-run", "--out", str(tmp_path)]) == 0
         assert sum(server.counts().values()) == 0
     out = capsys.readouterr().out
-    assert "SMOKE SIZE" in out and "demo grse: G = 2 (paper G = 4)" in out
-    lines = [line for line in out.splitlines() if line.startswith("demo-all-")]
-    assert len(lines) == 4  # the planted library's test and three methods
+    assert "SMOKE SIZE" in out and "locomo/single-hop grse: G = 2 (paper G = 4)" in out
+    lines = [line for line in out.splitlines() if line.startswith("locomo-single-hop-")]
+    # The perturbed library's test, its helpful skills alone and two methods (paper mode).
+    assert len(lines) == 4
     assert all("new: would run" in line for line in lines)
     assert "[train]" in out and "est. actor" in out and "critic" in out
     assert "estimated optimizer:" in out
@@ -50,8 +52,10 @@ def test_smoke_tables_are_written_then_reused_and_resumed(
         table5 = (tmp_path / "table5.md").read_text()
         document = json.loads((tmp_path / "table5.json").read_text())
         assert "Cells marked FAILED: 0." in table4 and "Cells marked FAILED: 0." in table5
-        assert "| GRSE [fake] |" in table4 and "6.3" in table4  # the paper's number beside ours
-        assert "GRSE: 5/5, 0.31" in table5
+        assert "| GRSE [fake] |" in table4 and "66.9" in table4  # the paper's number beside ours
+        assert "| Helpful skills alone [fake] |" in table4
+        assert "Agent 2 (reasoner): verbatim guard" in table5 and "pruned@3" in table5
+        assert "Figure 4 not in the text" in table4 and "TEST REPAIR" in table4
         assert (tmp_path / "table5-utilities.png").stat().st_size > 0
         assert document["rows"][0]["cells"]
         runs = sorted((tmp_path / "runs").iterdir())
@@ -87,6 +91,15 @@ def test_a_dead_endpoint_marks_cells_failed_never_zero(
     rows = [line for line in table4.splitlines() if line.startswith("| GRSE [fake] |")]
     assert rows and "FAILED" in rows[0] and "| 0.0 |" not in rows[0]
     document = json.loads((tmp_path / "table4.json").read_text())
-    cells = [c for row in document["rows"] for c in row["cells"].values()]
+    cells = [c for row in document["rows"] for c in row["cells"].values() if c["text"] is None]
     assert cells and all(c["failed"] and c["mean"] is None for c in cells)
     assert any((r / "failure.json").exists() for r in (tmp_path / "runs").iterdir())
+
+
+def test_the_demo_design_is_named_and_plans_the_demos_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main("table4_5", [*ARGS, "--design", "demo", "--dry-run", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.startswith("demo-all-")]
+    assert len(lines) == 4 and "demo grse: G = 2 (paper G = 4)" in out
