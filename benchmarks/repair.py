@@ -8,10 +8,11 @@ test score.
         [--category single-hop] [--test-limit 30] [--iterations 2] [--out DIR]
     python benchmarks/repair.py ... --dry-run     # the configs and the runs, no engine
 
-Three methods repair the same planted library (`--planted FILE`, default the demo's bundled
-`planted.json`; which skill helps and which harms is in that file only, never shown to the
-critic or the optimizer), each with `repair_config` (the demo's loop settings with
-`REPAIR_SETTINGS`: refine and prune every iteration, nothing induced):
+Three methods repair the same planted library (`--planted FILE`, default the task's bundled
+one: the demo's `planted.json`, or on LoCoMo the paper's perturbed single-hop library,
+`grse_graph/tasks/locomo_planted`; which skill helps and which harms is in that file only,
+never shown to the critic or the optimizer), each with `repair_config` (the demo's loop
+settings with `REPAIR_SETTINGS`: refine and prune every iteration, nothing induced):
 
 - `grse`: GRSE with critic credit only (the paper's method);
 - `grse+probe`: GRSE with probe credit beside the critic's (each skill's effect measured by
@@ -21,10 +22,11 @@ critic or the optimizer), each with `repair_config` (the demo's loop settings wi
 `--task demo` trains and tests on the demo task (default: all 24 test questions). `--task
 locomo` trains on the LoCoMo conversation split restricted to `--category` (default single-hop,
 the paper's setting) and tests the first `--test-limit` (30) test questions. The planted
-libraries are per agent (retriever, reasoner), which every task's default team has, so the demo's
-planted library also starts a LoCoMo run: the config's task, data and category are the
-benchmark's, and the output says the planted library was written for another task (its kinds
-are what its skills do there).
+libraries are per agent (retriever, reasoner), which every task's default team has, so a library
+planted for one task also starts a run of another (`--planted`): the config's task, data and
+category are the benchmark's, and the output says the planted library was written for another
+task (its kinds are what its skills do there). `grse reproduce table4_5` runs the paper's design
+of the same study (Tables 4 and 5).
 
 Printed per method: each planted skill with its kind, the critic's first credit u1 and whether
 its sign is right, the probe's measured effect (grse+probe), which signal decided and its fate
@@ -63,7 +65,7 @@ from rich.table import Table
 
 from grse_graph.errors import GrseError
 from grse_graph.evaluation.transitions import LibraryComparison
-from grse_graph.tasks.planted import PlantedLibrary, demo_planted, load_planted
+from grse_graph.tasks.planted import PlantedLibrary, demo_planted, load_planted, locomo_planted
 from grse_graph.team import default_team
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.demo import (
@@ -86,6 +88,8 @@ LOCOMO_TEST_LIMIT = 30
 """LoCoMo's default `--test-limit`: its single-hop test split holds 453 questions."""
 LOCOMO_CATEGORY = "single-hop"
 """LoCoMo's default `--category`: the paper's repair setting."""
+BUNDLED = {"demo": demo_planted, "locomo": locomo_planted}
+"""Each task's default planted library: the demo's, and the paper's perturbed LoCoMo library."""
 
 
 @dataclass(frozen=True)
@@ -464,7 +468,7 @@ def make_plan(args: argparse.Namespace) -> tuple[list[RepairMethod], Plan]:
         raise SystemExit(f"error: --data {args.data}: no such file or folder")
     if args.test_limit is not None and args.test_limit < 0:
         raise SystemExit("error: --test-limit must be 0 (all) or more")
-    planted = load_planted(args.planted) if args.planted is not None else demo_planted()
+    planted = load_planted(args.planted) if args.planted is not None else BUNDLED[args.task]()
     category = (args.category or LOCOMO_CATEGORY) if args.task == "locomo" else None
     data = str(Path(args.data).resolve()) if args.data is not None else None
     specs = [METHODS[label] for label in dict.fromkeys(labels)]

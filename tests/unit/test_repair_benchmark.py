@@ -18,7 +18,7 @@ from rich.console import Console
 
 from grse_graph.evaluation.records import EvalSummary, GroupSummary, PredictionRecord
 from grse_graph.evaluation.transitions import LibraryComparison, compare_predictions
-from grse_graph.tasks.planted import demo_planted
+from grse_graph.tasks.planted import demo_planted, locomo_planted
 from grse_graph.training.demo import DemoResult
 from grse_graph.training.repair import PlantedSkillOutcome
 from grse_graph.training.runner import TrainResult
@@ -115,7 +115,7 @@ def test_dry_run_on_locomo_overrides_the_task(
 ) -> None:
     data = locomo_file(tmp_path)
     out = dry_run(bench, capsys, "--task", "locomo", "--data", str(data), "--out", str(tmp_path))
-    assert "note: the planted library was written for the demo task" in out
+    assert "note: the planted library was written" not in out  # the paper's LoCoMo library
     assert "task locomo, category single-hop" in out
     runs = run_lines(out)
     assert list(runs) == ["grse", "grse+probe", "maskills"]
@@ -129,8 +129,11 @@ def test_dry_run_on_locomo_overrides_the_task(
             str(data.resolve()),
             "temporal",
         )
-        assert config.init_libraries == demo_planted().library_folders()
+        assert config.init_libraries == locomo_planted().library_folders()
     assert plan.test_limit == bench.LOCOMO_TEST_LIMIT
+    demo = str(demo_planted().source)
+    out = dry_run(bench, capsys, "--task", "locomo", "--data", str(data), "--planted", demo)
+    assert "note: the planted library was written for the demo task" in out
 
 
 def test_command_line_errors_are_one_line(bench: ModuleType, tmp_path: Path) -> None:
