@@ -238,9 +238,19 @@ class FullContextBaseline(Baseline):
 
     method: BaselineName = "full-context"
 
+    def __init__(
+        self,
+        task: Task,
+        provider: ChatModelProvider,
+        sampling: SamplingSettings,
+        max_tokens: int = FULL_CONTEXT_MAX_TOKENS,
+    ) -> None:
+        super().__init__(task, provider, sampling)
+        self.max_tokens = max_tokens
+
     def describe(self) -> dict[str, Any]:
         """Sampling and the answer cap."""
-        return {**super().describe(), "max_tokens": FULL_CONTEXT_MAX_TOKENS}
+        return {**super().describe(), "max_tokens": self.max_tokens}
 
     async def _respond(self, question: TaskQuestion, trace: _Trace) -> str:
         user = prompts.full_context_input(
@@ -251,7 +261,7 @@ class FullContextBaseline(Baseline):
             self.method,
             user,
             sampling=self.sampling,
-            max_tokens=FULL_CONTEXT_MAX_TOKENS,
+            max_tokens=self.max_tokens,
         )
         return extract_answer(text)
 
@@ -270,8 +280,11 @@ def make_baseline(
     task: Task,
     provider: ChatModelProvider,
     sampling: SamplingSettings | None = None,
+    **settings: Any,
 ) -> Baseline:
-    """The baseline called `method` (greedy decoding unless `sampling` is given)."""
+    """The baseline called `method` (greedy decoding unless `sampling` is given), with its own
+    `settings` (CoT-SC's samples and temperature, Self-Refine's rounds, the full-context
+    answer cap; default: the paper's)."""
     if method not in _CLASSES:
         raise ValueError(f"unknown baseline {method!r} (known: {', '.join(BASELINES)})")
-    return _CLASSES[method](task, provider, sampling or SamplingSettings.greedy())
+    return _CLASSES[method](task, provider, sampling or SamplingSettings.greedy(), **settings)

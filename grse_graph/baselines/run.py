@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Unpack
+from typing import Any, Unpack
 
 from grse_graph.evaluation import EvalSummary, run_evaluation
 from grse_graph.evaluation.runner import EvaluationOptions
@@ -21,11 +22,12 @@ async def run_baseline(
     out_dir: Path,
     *,
     sampling: SamplingSettings | None = None,
+    settings: Mapping[str, Any] | None = None,
     **options: Unpack[EvaluationOptions],
 ) -> EvalSummary:
     """Run a baseline over a split, writing the same files as `run_evaluation` (resumable);
-    `options` as for `run_evaluation`."""
-    baseline = make_baseline(method, task, provider, sampling)
+    `settings` are the baseline's own (`make_baseline`), `options` as for `run_evaluation`."""
+    baseline = make_baseline(method, task, provider, sampling, **(settings or {}))
     return await run_evaluation(
         task, split, baseline, provider, out_dir, sampling=baseline.sampling, **options
     )

@@ -1,6 +1,7 @@
 """The dry run's estimate of the calls and tokens each run would send per role, from the
-protocol (questions, G, iterations, validation, schedule) and the per-call sizes in
-`settings.json` (`cost`, stated assumptions). Finished runs cost nothing more."""
+protocol (questions, G, iterations, validation, schedule, the baselines' settings) and the
+per-call sizes in `settings.json` (`cost`, stated assumptions). Finished runs cost nothing
+more."""
 
 from __future__ import annotations
 
@@ -10,14 +11,33 @@ from grse_graph.counts import Counts
 from grse_graph.training.config import TrainConfig
 
 from .manifest import RunSpec
-from .settings import CostModel
+from .settings import CostModel, PaperSettings
 
 ROLES = ("actor", "critic", "optimizer")
 AGENTS = 2
 """Agents of every task's default team (retriever, reasoner)."""
-BASELINE_CALLS = {"io": 1, "cot": 1, "cot-sc": 5, "self-refine": 7, "full-context": 1}
-"""Upper bound of a baseline's calls per question (CoT-SC 5 samples; Self-Refine an answer
-and at most 3 feedback-revision rounds)."""
+
+
+def baseline_calls(settings: PaperSettings, method: str) -> int:
+    """Upper bound of a baseline's calls per question: CoT-SC's samples; Self-Refine's answer
+    and a feedback and a revision per round; one for the others."""
+    baselines = settings.table8.baselines
+    if method == "cot-sc":
+        return baselines.cot_sc_samples
+    if method == "self-refine":
+        return 1 + 2 * baselines.self_refine_rounds
+    return 1
+
+
+def validation_questions(settings: PaperSettings, task: str, category: str | None) -> int:
+    """Table 7's validation size of a run (its category's, or all four summed); a task the
+    paper does not have is estimated at HotpotQA's."""
+    hotpotqa = settings.table7.hotpotqa.validation
+    if task != "locomo":
+        return hotpotqa
+    sizes = settings.table7.locomo.validation
+    chosen = [sizes.get(category)] if category not in (None, "mixed") else list(sizes.values())
+    return sum(size or 0 for size in chosen) or hotpotqa
 
 
 class RoleCost(Counts):
@@ -55,32 +75,36 @@ def _questions(spec: RunSpec, available: int | None) -> int:
     return int(limit) if available is None else min(int(limit), available)
 
 
-def estimate(spec: RunSpec, model: CostModel, test_questions: int | None) -> Cost:
+def estimate(spec: RunSpec, settings: PaperSettings, test_questions: int | None) -> Cost:
     """The estimated cost of one run; `test_questions` is the size of its test split."""
+    model = settings.cost
     cost = _empty()
     if spec.kind == "eval":
         q = _questions(spec, test_questions)
         cost["actor"] = _actor(model, spec.task, q, _team_calls(model, spec.task))
     elif spec.kind == "baseline":
         q = _questions(spec, test_questions)
-        cost["actor"] = _actor(model, spec.task, q, BASELINE_CALLS.get(spec.method, 1))
+        cost["actor"] = _actor(model, spec.task, q, baseline_calls(settings, spec.method))
     elif spec.kind == "typing":
-        skills = AGENTS * 4
+        # Full libraries of the task (L per agent; a task the paper lacks: LoCoMo's L).
+        limit = settings.library_limit(spec.task) or settings.library_limit("locomo") or 1
+        skills = AGENTS * limit
         cost["critic"] = RoleCost(
             calls=skills,
             prompt_tokens=skills * model.typing_prompt_tokens,
             completion_tokens=skills * model.typing_completion_tokens,
         )
     else:
-        cost = _train(spec, model, test_questions)
+        cost = _train(spec, settings, test_questions)
     return cost
 
 
-def _train(spec: RunSpec, model: CostModel, test_questions: int | None) -> Cost:
+def _train(spec: RunSpec, settings: PaperSettings, test_questions: int | None) -> Cost:
+    model = settings.cost
     config = TrainConfig.model_validate(spec.params["config"])
     rollouts = int(getattr(config.method, "group_size", 1))
     per_question = _team_calls(model, spec.task)
-    validation = config.validation_size or 50
+    validation = config.validation_size or validation_questions(settings, spec.task, spec.category)
     iterations = config.iterations
     trained = iterations * config.batch_size * rollouts
     # Validation: the base and one candidate per agent, each V x H executions.

@@ -22,11 +22,13 @@ from grse_graph.errors import GrseError
 from grse_graph.evaluation import run_evaluation
 from grse_graph.evaluation.records import EvalSummary
 from grse_graph.llm import LLMConfig, SamplingSettings, UsageLedger
+from grse_graph.llm.provider import ROLES
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import Task
 from grse_graph.tasks.planted import load_planted
 from grse_graph.tasks.registry import load_task
 from grse_graph.team import default_team
+from grse_graph.team.tool_protocols import FUNCTION_PROTOCOL
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.demo import run_demo
 from grse_graph.training.provenance import libraries_by_iteration
@@ -66,6 +68,19 @@ class Executor(Protocol):
     ) -> RunOutcome: ...
 
 
+def run_llm(spec: RunSpec, llm: LLMConfig) -> LLMConfig:
+    """The endpoints' configuration a run is made with: `llm` with each role's cap as the
+    spec's `models` names it (the caps its id holds: Table 8's on a remote endpoint,
+    `specs.role_caps`)."""
+    named = spec.params.get("models", {})
+    update: dict[str, Any] = {
+        role: llm.role(role).model_copy(update={"max_tokens": int(named[role]["max_tokens"])})
+        for role in ROLES
+        if role in named and "max_tokens" in named[role]
+    }
+    return llm.model_copy(update=update) if update else llm
+
+
 def _accumulated_usage(ledger: UsageLedger, path: Path) -> dict[str, Any]:
     """This session's usage added to the earlier sessions' in `path`, written back and
     returned (a resumed evaluation keeps what its earlier sessions cost)."""
@@ -93,19 +108,19 @@ def _libraries_of(outcome: RunOutcome) -> dict[str, SkillLibrary]:
 def execute_eval(
     spec: RunSpec, folder: Path, ctx: RunContext, needed: Mapping[str, RunOutcome]
 ) -> RunOutcome:
-    """The task's team, greedy, on `params.split` (first `params.limit` questions), with
-    empty libraries, those of the run `params.libraries_from` (a transfer) or the planted
-    library of `params.planted`."""
+    """The task's team (its agents calling tools by `params.tool_protocol`), greedy, on
+    `params.split` (first `params.limit` questions), with empty libraries, those of the run
+    `params.libraries_from` (a transfer) or the planted library of `params.planted`."""
     started = time.perf_counter()
     task = ctx.task(spec)
     source = spec.params.get("libraries_from")
     planted = spec.params.get("planted")
     libraries = _libraries_of(_needed(needed, source)) if source else {}
     if planted:
-        kinds = spec.params.get("planted_kinds")  # e.g. the helpful skills alone (Table 4)
-        libraries = load_planted(Path(planted)).libraries(kinds=kinds)
-    team = default_team(task).with_libraries(libraries)
-    with open_endpoints(ctx.llm, engine_log=folder / "engine.log") as endpoints:
+        libraries = load_planted(Path(planted)).libraries()
+    protocol = str(spec.params.get("tool_protocol", FUNCTION_PROTOCOL))
+    team = default_team(task, tool_protocol=protocol).with_libraries(libraries)
+    with open_endpoints(run_llm(spec, ctx.llm), engine_log=folder / "engine.log") as endpoints:
         summary = asyncio.run(
             run_evaluation(
                 task,
@@ -142,12 +157,13 @@ def _outcome(spec: RunSpec, started: float, **measured: Any) -> RunOutcome:
 def execute_baseline(
     spec: RunSpec, folder: Path, ctx: RunContext, needed: Mapping[str, RunOutcome]
 ) -> RunOutcome:
-    """A single-model baseline (`spec.method`) on `params.split`, resumable."""
+    """A single-model baseline (`spec.method`) with its `params.settings` (Table 8's) on
+    `params.split`, resumable."""
     if spec.method not in BASELINES:
         raise GrseError(f"unknown baseline {spec.method!r} (known: {', '.join(BASELINES)})")
     started = time.perf_counter()
     task = ctx.task(spec)
-    with open_endpoints(ctx.llm, engine_log=folder / "engine.log") as endpoints:
+    with open_endpoints(run_llm(spec, ctx.llm), engine_log=folder / "engine.log") as endpoints:
         summary = asyncio.run(
             run_baseline(
                 cast(BaselineName, spec.method),
@@ -155,6 +171,7 @@ def execute_baseline(
                 str(spec.params.get("split", "test")),
                 endpoints.roles,
                 folder / EVAL_DIR,
+                settings=spec.params.get("settings"),
                 limit=spec.params.get("limit"),
                 concurrency=endpoints.roles.concurrency("actor"),
                 progress=False,
@@ -215,7 +232,7 @@ def execute_train(
     )
     planted_file = spec.params.get("planted")
     planted = load_planted(Path(planted_file)) if planted_file else None
-    with open_endpoints(ctx.llm, engine_log=folder / "engine.log") as endpoints:
+    with open_endpoints(run_llm(spec, ctx.llm), engine_log=folder / "engine.log") as endpoints:
         deps = session_deps(config, run, endpoints, task=ctx.task(spec))
         result = asyncio.run(
             run_demo(
@@ -258,7 +275,7 @@ def execute_typing(
     source = _needed(needed, str(spec.params["libraries_from"]))
     libraries = _libraries_of(source)
     labels = [str(label) for label in spec.params["labels"]]
-    with open_endpoints(ctx.llm, engine_log=folder / "engine.log") as endpoints:
+    with open_endpoints(run_llm(spec, ctx.llm), engine_log=folder / "engine.log") as endpoints:
         types = asyncio.run(type_skills(endpoints.roles, libraries, labels))
         usage = endpoints.ledger.report().model_dump(mode="json")
     return _outcome(spec, started, skill_types=types, usage=usage)

@@ -3,18 +3,30 @@ run (T3 and T9 read T1's training runs, T6 reads T1's and T2's) ask for the same
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from grse_graph.api.config import train_config
-from grse_graph.llm.config import RoleName
+from grse_graph.llm.config import LLMConfig, RoleName
+from grse_graph.llm.provider import SamplingSettings
+from grse_graph.methods.grse.method import GrseSettings
+from grse_graph.methods.grse.payload import critic_instruction_tokens, critic_payload_budget
 from grse_graph.methods.registry import BUILTIN_METHODS
+from grse_graph.team.tool_protocols import FUNCTION_PROTOCOL
 from grse_graph.training.config import TrainConfig
 
 from .context import Actor, TableContext
 from .manifest import RunKind, RunSpec
 
 ROLES: tuple[RoleName, ...] = ("actor", "critic", "optimizer")
+OPERATOR_CAPS = {
+    "refine_max_tokens": "refine",
+    "induce_max_tokens": "induce",
+    "consolidate_max_tokens": "consolidate",
+    "body_token_cap": "skill_body",
+}
+"""Each operator setting and the Table 8 cap it takes."""
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -29,17 +41,86 @@ SAMPLED_BASELINES = ("cot-sc",)
 """Baselines that sample (one run per seed); the others decode greedily (one run)."""
 
 
-def models(actor: Actor) -> dict[str, Any]:
-    """What of the endpoints changes a run's answers, for its id: each role's model and cap
-    (not its URL: the same model served elsewhere makes the same run)."""
+def role_caps(ctx: TableContext, actor: Actor) -> dict[RoleName, int]:
+    """The cap each role of `actor` runs with: Table 8's on a remote endpoint (the optimizer
+    role's is its largest operator cap; each operator call sends its own); on the embedded
+    engine and at the smoke size the role's own (the CPU's and the smoke's caps, which the
+    header declares)."""
+    caps = ctx.settings.table8.caps
+    paper: dict[RoleName, int] = {
+        "actor": caps["actor"],
+        "critic": caps["critic"],
+        "optimizer": max(caps["refine"], caps["induce"], caps["consolidate"]),
+    }
+    llm = actor.llm
+    return {
+        role: llm.role(role).max_tokens if ctx.smoke or llm.role(role).embedded else paper[role]
+        for role in ROLES
+    }
+
+
+def models(actor: Actor, caps: Mapping[RoleName, int] | None = None) -> dict[str, Any]:
+    """What of the endpoints changes a run's answers, for its id: each role's model and the
+    cap it runs with (`caps`, default the role's; the executors apply them), not its URL: the
+    same model served elsewhere makes the same run."""
     llm = actor.llm
     return {
         role: {
             "model": llm.model_name(role),
-            "max_tokens": llm.role(role).max_tokens,
+            "max_tokens": (caps or {}).get(role, llm.role(role).max_tokens),
         }
         for role in ROLES
     }
+
+
+def critic_context(ctx: TableContext, actor: Actor) -> int:
+    """The critic endpoint's context in tokens: the embedded engine's `n_ctx`, or for a remote
+    critic the context the paper serves every model with (Table 8's `context_length`)."""
+    llm = actor.llm
+    if llm.role("critic").embedded:
+        return llm.engine.n_ctx
+    return ctx.settings.table8.context_length
+
+
+def schema_in_prompt(llm: LLMConfig) -> bool:
+    """Whether the critic's structured-output method shows the schema in its prompt: all but
+    `json_grammar`, which `auto` is on the embedded llama-cpp-python engine (`RoleSettings`)."""
+    critic = llm.role("critic")
+    if critic.structured_method == "auto" and critic.embedded:
+        engine = llm.engine
+        return not (
+            engine.engine == "llama-cpp-python"
+            or (engine.engine == "auto" and engine.llama_server_path is None)
+        )
+    return critic.structured_method != "json_grammar"
+
+
+def critic_instructions(actor: Actor, structured: bool) -> int:
+    """Tokens of `actor`'s critic's instructions (`critic_instruction_tokens`)."""
+    return critic_instruction_tokens(
+        structured=structured, schema_in_prompt=schema_in_prompt(actor.llm)
+    )
+
+
+def payload_budget(ctx: TableContext, actor: Actor, structured: bool) -> int:
+    """GRSE's critic payload budget for `actor`'s critic: its context less its cap and its
+    instructions (`critic_payload_budget`)."""
+    return critic_payload_budget(
+        critic_context(ctx, actor),
+        role_caps(ctx, actor)["critic"],
+        critic_instructions(actor, structured),
+    )
+
+
+def training_sampling(ctx: TableContext, actor: Actor, task: str, method: str) -> SamplingSettings:
+    """Table 8's training decoding for `actor`'s model family (greedy for a method that
+    decodes greedily on `task`, `greedy_training`)."""
+    t8 = ctx.settings.table8
+    if method in t8.greedy_training.get(task, []):
+        return SamplingSettings.greedy()
+    top_k, _ = ctx.settings.training_top_k(actor.llm.model_name("actor"))
+    sampling = t8.training_sampling
+    return SamplingSettings(temperature=sampling.temperature, top_p=sampling.top_p, top_k=top_k)
 
 
 def fixture_params(ctx: TableContext, task: str) -> dict[str, Any]:
@@ -55,7 +136,7 @@ def _run(
 ) -> RunSpec:
     """A run of `task` by `actor` at this commit: its `params` with the actor's models and the
     fixtures it reads, if any (all three part of its id); `spec` the rest of its `RunSpec`."""
-    every = {**params, "models": models(actor), **fixture_params(ctx, task)}
+    every = {**params, "models": models(actor, role_caps(ctx, actor)), **fixture_params(ctx, task)}
     return RunSpec(kind=kind, task=task, actor=actor.label, commit=ctx.commit, params=every, **spec)
 
 
@@ -64,9 +145,20 @@ def _test_split(ctx: TableContext) -> dict[str, Any]:
     return {"split": "test", "limit": ctx.test_limit()}
 
 
+def tool_protocol(ctx: TableContext) -> str:
+    """How the team's agents call their tools: the paper's (Table 8's `tool_protocol`, text
+    calls) in the paper's mode, function calling with the project's additions."""
+    return ctx.settings.table8.tool_protocol if ctx.paper_mode else FUNCTION_PROTOCOL
+
+
+def _team_test(ctx: TableContext) -> dict[str, Any]:
+    """The params of a team's run on the test split: the split and the tool protocol."""
+    return {**_test_split(ctx), "tool_protocol": tool_protocol(ctx)}
+
+
 def eval_spec(ctx: TableContext, actor: Actor, task: str, category: str | None = None) -> RunSpec:
     """The team with empty libraries on the test split (greedy, so one run without a seed)."""
-    return _run(ctx, actor, "eval", task, _test_split(ctx), category=category, method="empty")
+    return _run(ctx, actor, "eval", task, _team_test(ctx), category=category, method="empty")
 
 
 def transfer_spec(
@@ -79,7 +171,7 @@ def transfer_spec(
         actor,
         "eval",
         task,
-        {**_test_split(ctx), "libraries_from": libraries_from.run_id},
+        {**_team_test(ctx), "libraries_from": libraries_from.run_id},
         category=category,
         method="empty",
         variant=f"from-{libraries_from.task}-{libraries_from.category or 'all'}",
@@ -99,7 +191,7 @@ def planted_spec(
     """The team with the planted library of the JSON file `planted` on the test split (of
     `category`); with `kinds`, only the planted skills of those kinds (the helpful skills
     alone: variant `helpful-alone`)."""
-    params: dict[str, Any] = {**_test_split(ctx), "planted": planted}
+    params: dict[str, Any] = {**_team_test(ctx), "planted": planted}
     variant = "default"
     if kinds is not None:
         params["planted_kinds"] = list(kinds)
@@ -112,36 +204,62 @@ def planted_spec(
 def baseline_spec(
     ctx: TableContext, actor: Actor, task: str, category: str | None, method: str, seed: int
 ) -> RunSpec:
-    """A single-model baseline on the test split (a seed only where it samples)."""
+    """A single-model baseline on the test split (a seed only where it samples), with its
+    settings from Table 8's `baselines` (`baseline_settings`)."""
     return _run(
         ctx,
         actor,
         "baseline",
         task,
-        _test_split(ctx),
+        {**_test_split(ctx), **baseline_settings(ctx, method)},
         category=category,
         method=method,
         seed=seed if method in SAMPLED_BASELINES else None,
     )
 
 
-def _method_section(ctx: TableContext, method: str, variant: str) -> dict[str, Any]:
+def baseline_settings(ctx: TableContext, method: str) -> dict[str, Any]:
+    """The settings of baseline `method` (`make_baseline`'s keywords): CoT-SC's samples and
+    temperature, Self-Refine's rounds, the full-context answer cap; none for the others."""
+    b = ctx.settings.table8.baselines
+    by_method: dict[str, dict[str, Any]] = {
+        "cot-sc": {"samples": b.cot_sc_samples, "temperature": b.cot_sc_temperature},
+        "self-refine": {"rounds": b.self_refine_rounds},
+        "full-context": {"max_tokens": b.full_context_answer_tokens},
+    }
+    settings = by_method.get(method)
+    return {"settings": settings} if settings is not None else {}
+
+
+def _method_section(ctx: TableContext, actor: Actor, training: Training) -> dict[str, Any]:
+    """The method section: the variant's changes, G, the critic's cap, the operators' caps
+    (Table 8's or the smoke's, over the method's own operator settings) and GRSE's payload
+    budget."""
+    method, variant = training.method, training.variant
     section: dict[str, Any] = {"name": method, **VARIANTS[variant]}
-    fields = BUILTIN_METHODS[method].settings_type.model_fields
+    settings_type = BUILTIN_METHODS[method].settings_type
+    fields = settings_type.model_fields
     if "group_size" in fields and "group_size" not in section:
         section["group_size"] = (
             ctx.settings.smoke.group_size if ctx.smoke else ctx.settings.table8.group_size
         )
-    if ctx.smoke:
-        caps = ctx.settings.smoke.caps
-        if "critic_max_tokens" in fields:
-            section["critic_max_tokens"] = caps["critic"]
-        if "operators" in fields:
-            section["operators"] = {
-                "refine_max_tokens": caps["optimizer"],
-                "induce_max_tokens": caps["optimizer"],
-                "consolidate_max_tokens": caps["optimizer"],
-            }
+    if "critic_max_tokens" in fields:
+        section["critic_max_tokens"] = role_caps(ctx, actor)["critic"]
+    if "operators" in fields:
+        caps = ctx.settings.table8.caps
+        operators = {setting: caps[cap] for setting, cap in OPERATOR_CAPS.items()}
+        if ctx.smoke:
+            smoke = ctx.settings.smoke.caps["optimizer"]
+            operators.update({k: smoke for k in OPERATOR_CAPS if k.endswith("_max_tokens")})
+        # Over the method's own operator settings (MASkills' prune threshold is not GRSE's).
+        own = settings_type().model_dump()["operators"]  # type: ignore[call-arg]
+        section["operators"] = {**own, **operators}
+    if settings_type is GrseSettings:
+        structured = bool(section.get("structured", True))
+        limits = GrseSettings().payload_limits.model_copy(
+            update={"max_tokens": payload_budget(ctx, actor, structured)}
+        )
+        section["payload_limits"] = limits.model_dump()
     return section
 
 
@@ -157,33 +275,45 @@ class Training:
 
 
 def training_config(ctx: TableContext, actor: Actor, training: Training) -> TrainConfig:
-    """The run's `TrainConfig`: Table 8's values (or the smoke size) over the task's protocol
-    defaults, built the way `grse train` builds it."""
+    """The run's `TrainConfig`: every value a run depends on from `settings.json` (Table 8 and
+    the package's choices where the text gives none; the smoke's loop sizes at `--smoke`) over
+    the task's protocol defaults, built the way `grse train` builds it."""
     task, category, variant = training.task, training.category, training.variant
-    t8 = ctx.settings.table8
+    settings = ctx.settings
+    t8 = settings.table8
+    sampling = training_sampling(ctx, actor, task, training.method)
     table: dict[str, Any] = {
         "task": task,
         "data": ctx.data.get(task),
         "category": category,
         "seed": training.seed,
-        "method": _method_section(ctx, training.method, variant),
+        "method": _method_section(ctx, actor, training),
+        "delta": t8.delta,
+        "validation_repeats": settings.validation_repeats(),
+        "actor_max_tokens": role_caps(ctx, actor)["actor"],
+        "training_sampling": sampling,
+        "tool_protocol": tool_protocol(ctx),
     }
+    decoding = t8.validation_decoding.get(task)
+    if decoding is not None:
+        table["validation_sampling"] = (
+            sampling if decoding == "training" else SamplingSettings.greedy()
+        )
+    if task in t8.schedule:
+        table["schedule"] = t8.schedule[task].model_dump()
+    limit = settings.library_limit(task)
+    if limit is not None:
+        table["library_limit"] = limit
     if ctx.smoke:
-        smoke = ctx.settings.smoke
+        smoke = settings.smoke
         table.update(
             iterations=smoke.iterations,
             batch_size=smoke.train_batch,
             validation_size=smoke.validation_questions,
         )
     else:
-        table.update(
-            iterations=t8.iterations,
-            delta=t8.delta,
-            validation_repeats=t8.validation_repeats
-            or ctx.settings.chosen("validation_repeats")
-            or 1,
-        )
-        batch = ctx.settings.batch_size(task, category)
+        table["iterations"] = t8.iterations
+        batch = settings.run_batch_size(task, category)
         if batch is not None:
             table["batch_size"] = batch
     if ctx.paper_mode:
@@ -193,12 +323,13 @@ def training_config(ctx: TableContext, actor: Actor, training: Training) -> Trai
     group = ctx.train_overrides.get("group_size")
     if group is not None and "group_size" in table["method"] and variant != "g1":
         table["method"]["group_size"] = group  # G = 1 stays the variant itself
+    top_k = sampling.top_k or settings.training_top_k(actor.llm.model_name("actor"))[0]
     return train_config(
         task,
         table,
         None,
         methods=BUILTIN_METHODS,
-        training_top_k=actor.llm.training_top_k,
+        training_top_k=lambda: top_k,
     )
 
 

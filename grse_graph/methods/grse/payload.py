@@ -33,14 +33,24 @@ mode, where the bodies sit in the system prompt).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from grse_graph.errors import ConfigError
+from grse_graph.llm.structured.base import json_request
+from grse_graph.llm.structured.budget import BUDGET_OVERHEAD_TOKENS, CHARS_PER_TOKEN
 from grse_graph.llm.tokens import TokenCounter, approximate_tokens
-from grse_graph.methods.grse.critic_schema import CriticVocabulary, step_label
+from grse_graph.methods.grse import prompts
+from grse_graph.methods.grse.critic_schema import (
+    CriticCredits,
+    CriticOutput,
+    CriticVocabulary,
+    step_label,
+)
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import TaskQuestion
 from grse_graph.team.rollout import Rollout, Step
@@ -92,6 +102,36 @@ class PayloadLimits(BaseModel):
                 "step_input_chars": chars,
             }
         )
+
+
+def critic_instruction_tokens(*, structured: bool, schema_in_prompt: bool) -> int:
+    """Tokens of what the critic sends besides its payload, at the most: its system prompt
+    with the HotpotQA note, the user message around the payload, the chat framing
+    (`BUDGET_OVERHEAD_TOKENS`) and, where its structured-output method shows the schema in the
+    prompt (all but `json_grammar`), the schema as `json_request` writes it (JSON counted
+    densely, `CHARS_PER_TOKEN`; function calling's tool schema is about as long). The
+    `w/o structure` critic (`structured=False`) has the shorter prompt and the credits
+    schema."""
+    system = prompts.critic_system(structured=structured, answer_length_note=True)
+    frame = prompts.CRITIC_USER.format(payload="")
+    tokens = approximate_tokens(system + frame) + BUDGET_OVERHEAD_TOKENS
+    if schema_in_prompt:
+        schema = json_request(CriticOutput if structured else CriticCredits)
+        tokens += math.ceil(len(schema) / CHARS_PER_TOKEN)
+    return tokens
+
+
+def critic_payload_budget(context_tokens: int, output_cap: int, instruction_tokens: int) -> int:
+    """The payload's token budget (`PayloadLimits.max_tokens`): the critic endpoint's context
+    less the critic's output cap and its instructions (`critic_instruction_tokens`), so the
+    whole call fits the context. `ConfigError` when nothing is left for the payload."""
+    budget = context_tokens - output_cap - instruction_tokens
+    if budget < 1:
+        raise ConfigError(
+            f"a critic context of {context_tokens} tokens leaves no room for the payload after "
+            f"its {output_cap}-token cap and {instruction_tokens} tokens of instructions"
+        )
+    return budget
 
 
 @dataclass(frozen=True)

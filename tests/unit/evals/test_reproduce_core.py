@@ -3,6 +3,8 @@ scheduler's reuse / failure / dependency handling, cost estimates and table rend
 
 from __future__ import annotations
 
+import json
+import shutil
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,13 +13,13 @@ import pytest
 
 from grse_graph.errors import ConfigError
 from grse_graph.reproduce.cost import estimate, total
-from grse_graph.reproduce.executors import RunContext
-from grse_graph.reproduce.manifest import Manifest, RunSpec, run_state
+from grse_graph.reproduce.executors import Executor, RunContext
+from grse_graph.reproduce.manifest import Manifest, RunKind, RunSpec, run_state
 from grse_graph.reproduce.outcome import RunFailure, RunOutcome, read_failure
 from grse_graph.reproduce.paper import load_paper
 from grse_graph.reproduce.registry import TABLES
 from grse_graph.reproduce.scheduler import execute_runs
-from grse_graph.reproduce.settings import load_settings
+from grse_graph.reproduce.settings import default_paper_dir, load_settings
 from grse_graph.reproduce.table import Cell, Column, ResultTable, Row, collect, render_markdown
 
 PAPER_TABLES = (
@@ -65,6 +67,28 @@ def test_settings_hold_table7_validation_sizes_and_table8() -> None:
     # Not in the paper's text: stored as missing, never invented.
     assert t8.batch_size["hotpotqa"] is None and settings.batch_size("locomo", "temporal") == 24
     assert settings.batch_size("locomo", None) == 32
+    # Where the text gives none, the runs take the package's choice, which says why.
+    assert settings.run_batch_size("hotpotqa", None) == settings.chosen("batch_size.hotpotqa")
+    assert settings.library_limit("hotpotqa") == 4 and settings.validation_repeats() == 1
+    assert settings.training_top_k("google/gemma-4-31B-it") == (64, "gemma")
+    assert settings.training_top_k("qwen2.5-coder-0.5b") == (20, "qwen")
+    assert settings.training_top_k("smollm2-135m") == (20, None)
+
+
+def test_a_value_neither_in_the_text_nor_among_the_choices_is_one_config_error(
+    tmp_path: Path,
+) -> None:
+    shutil.copytree(default_paper_dir(), tmp_path / "paper")
+    path = tmp_path / "paper" / "settings.json"
+    data = json.loads(path.read_text())
+    del data["choices"]["library_limit.hotpotqa"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=r"library_limit\.hotpotqa is not in the paper.s text"):
+        load_settings(tmp_path / "paper").library_limit("hotpotqa")
+    data["table8"]["caps"].pop("refine")
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="caps lacks refine"):
+        load_settings(tmp_path / "paper")
 
 
 def test_every_paper_table_file_loads_and_missing_numbers_stay_missing() -> None:
@@ -161,7 +185,7 @@ def test_finished_runs_are_reused_and_dependencies_run_first(tmp_path: Path) -> 
     first = spec()
     second = spec(kind="train", method="grse", params={"config": {}}, needs=(first.run_id,))
     recorder = Recorder()
-    executors = {"eval": recorder, "train": recorder}
+    executors: dict[RunKind, Executor] = {"eval": recorder, "train": recorder}
     results = execute_runs(
         [second, first], tmp_path, _contexts(), jobs=2, say=lambda _: None, executors=executors
     )
@@ -213,13 +237,15 @@ def test_a_failed_run_is_recorded_and_fails_the_runs_that_need_it(tmp_path: Path
 
 
 def test_estimates_scale_with_questions_and_sum_per_role() -> None:
-    model = load_settings().cost
-    small = estimate(spec(), model, test_questions=24)
-    large = estimate(spec(params={"split": "test", "limit": 4}), model, test_questions=24)
+    settings = load_settings()
+    small = estimate(spec(), settings, test_questions=24)
+    large = estimate(spec(params={"split": "test", "limit": 4}), settings, test_questions=24)
     assert small["actor"].calls * 2 == large["actor"].calls
     assert small["critic"].calls == 0
-    cot_sc = estimate(spec(kind="baseline", method="cot-sc"), model, test_questions=24)
-    assert cot_sc["actor"].calls == 2 * 5
+    cot_sc = estimate(spec(kind="baseline", method="cot-sc"), settings, test_questions=24)
+    assert cot_sc["actor"].calls == 2 * settings.table8.baselines.cot_sc_samples
+    refine = estimate(spec(kind="baseline", method="self-refine"), settings, test_questions=24)
+    assert refine["actor"].calls == 2 * (1 + 2 * settings.table8.baselines.self_refine_rounds)
     summed = total([small, cot_sc])
     assert summed["actor"].calls == small["actor"].calls + cot_sc["actor"].calls
 

@@ -9,7 +9,13 @@ import pytest
 from rich.console import Console
 
 from grse_graph.llm import load_config
-from grse_graph.reproduce.executors import EVAL_DIR, RunContext, execute_baseline, execute_typing
+from grse_graph.reproduce.executors import (
+    EVAL_DIR,
+    RunContext,
+    execute_baseline,
+    execute_typing,
+    run_llm,
+)
 from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunOutcome
 from grse_graph.reproduce.typing_labels import UNPARSED, parse_label
@@ -39,6 +45,37 @@ def test_a_baseline_run_answers_the_limit_and_counts_its_calls(tmp_path: Path) -
     assert outcome.summary is not None and outcome.summary.questions == 2
     assert outcome.usage["roles"]["actor"]["calls"] == calls == 2
     assert (tmp_path / EVAL_DIR / "predictions.jsonl").exists()
+
+
+def test_a_baseline_run_takes_its_settings_from_the_spec(tmp_path: Path) -> None:
+    spec = RunSpec(
+        kind="baseline",
+        task="demo",
+        method="cot-sc",
+        actor="fake",
+        commit="c",
+        params={"split": "test", "limit": 1, "settings": {"samples": 2, "temperature": 0.5}},
+    )
+    with FakeOpenAIServer() as server:
+        outcome = execute_baseline(spec, tmp_path, _context(server), {})
+        calls = server.counts()["actor"]
+    assert outcome.summary is not None and calls == 2  # two samples, not the default five
+
+
+def test_a_run_is_made_with_the_caps_its_spec_names() -> None:
+    llm = load_config(env={})
+    models = {
+        "actor": {"model": "m", "max_tokens": 4096},
+        "critic": {"model": "m", "max_tokens": 3000},
+    }
+    spec = RunSpec(
+        kind="eval", task="demo", method="empty", actor="a", commit="c", params={"models": models}
+    )
+    made = run_llm(spec, llm)
+    assert (made.actor.max_tokens, made.critic.max_tokens) == (4096, 3000)
+    assert made.optimizer == llm.optimizer  # not named: the role's own
+    bare = RunSpec(kind="eval", task="demo", method="empty", actor="a", commit="c")
+    assert run_llm(bare, llm) == llm
 
 
 def test_an_unknown_baseline_is_refused(tmp_path: Path) -> None:
@@ -72,7 +109,8 @@ def test_typing_labels_every_skill_of_the_trained_libraries(tmp_path: Path) -> N
         outcome = execute_typing(spec, tmp_path / "run", _context(server), {"t1": trained})
         assert server.counts()["critic"] == 1
     (typed,) = outcome.skill_types
-    assert (typed.agent, typed.skill, typed.words) == ("reasoner", "short-answer", 5)
+    # Table 9 counts the words of the description (6) and of the body (5).
+    assert (typed.agent, typed.skill, typed.words) == ("reasoner", "short-answer", 11)
     assert typed.label in [*LABELS, UNPARSED]
 
 
