@@ -110,14 +110,16 @@ def execute_eval(
 ) -> RunOutcome:
     """The task's team (its agents calling tools by `params.tool_protocol`), greedy, on
     `params.split` (first `params.limit` questions), with empty libraries, those of the run
-    `params.libraries_from` (a transfer) or the planted library of `params.planted`."""
+    `params.libraries_from` (a transfer) or the planted library of `params.planted` (only its
+    skills of `params.planted_kinds` when given)."""
     started = time.perf_counter()
     task = ctx.task(spec)
     source = spec.params.get("libraries_from")
     planted = spec.params.get("planted")
     libraries = _libraries_of(_needed(needed, source)) if source else {}
     if planted:
-        libraries = load_planted(Path(planted)).libraries()
+        kinds = spec.params.get("planted_kinds")  # e.g. the helpful skills alone (Table 4)
+        libraries = load_planted(Path(planted)).libraries(kinds=kinds)
     protocol = str(spec.params.get("tool_protocol", FUNCTION_PROTOCOL))
     team = default_team(task, tool_protocol=protocol).with_libraries(libraries)
     with open_endpoints(run_llm(spec, ctx.llm), engine_log=folder / "engine.log") as endpoints:
