@@ -17,17 +17,17 @@ prompt (`instructions`), runs the turn (`run`) and samples a group's shared firs
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
-from grse_graph.errors import ConfigError
 from grse_graph.tasks.grep_tool import GREP_TOOL_NAME, pattern_problem
 
 from .agent import AgentTurnInput, PresampledReply, run_agent_turn, sample_first_replies
+from .named_registry import NamedRegistry
 from .rollout import Step
 from .text_calls import ArgumentCheck, run_text_turn, text_call_instructions
 
@@ -147,45 +147,16 @@ class TextCalls:
         return await sample_first_replies(model, turn, n, config, with_tools=False)
 
 
-class ToolProtocolRegistry(Mapping[str, ToolProtocol]):
+class ToolProtocolRegistry(NamedRegistry[ToolProtocol]):
     """An immutable name -> tool protocol mapping; `with_protocol` returns an extended copy."""
 
-    def __init__(self, protocols: Iterable[ToolProtocol] = ()) -> None:
-        entries: dict[str, ToolProtocol] = {}
-        for protocol in protocols:
-            if not isinstance(protocol, ToolProtocol):
-                raise ConfigError(
-                    f"{type(protocol).__name__} is not a tool protocol (needs `name`, "
-                    "`instructions(turn)`, `run(model, turn, ...)` and `sample_opening(...)`)"
-                )
-            if protocol.name in entries:
-                raise ConfigError(f"tool protocol {protocol.name!r} is registered twice")
-            entries[protocol.name] = protocol
-        self._entries = entries
-
-    def __getitem__(self, name: str) -> ToolProtocol:
-        return self._entries[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __repr__(self) -> str:
-        return f"ToolProtocolRegistry({', '.join(self._entries)})"
+    kind = "tool protocol"
+    entry_type = ToolProtocol
+    needs = "needs `name`, `instructions(turn)`, `run(model, turn, ...)` and `sample_opening(...)`"
 
     def with_protocol(self, protocol: ToolProtocol) -> ToolProtocolRegistry:
         """A registry with `protocol` added (a name already registered is an error)."""
-        return ToolProtocolRegistry([*self._entries.values(), protocol])
-
-    def resolve(self, name: str) -> ToolProtocol:
-        """The protocol registered under `name` (a `ConfigError` naming the known ones)."""
-        try:
-            return self._entries[name]
-        except KeyError:
-            known = ", ".join(sorted(self._entries))
-            raise ConfigError(f"unknown tool protocol {name!r} (known: {known})") from None
+        return ToolProtocolRegistry(self._extended(protocol))
 
 
 TOOL_PROTOCOLS = ToolProtocolRegistry([FunctionCalling(), TextCalls()])

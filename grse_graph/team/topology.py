@@ -22,7 +22,7 @@ team built on a topology of your own reaches `run_rollout` and training like a b
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from grse_graph.errors import ConfigError
 
+from .named_registry import NamedRegistry
 from .state import TeamState
 
 if TYPE_CHECKING:
@@ -169,45 +170,16 @@ class DelegatingTopology:
         return OpeningTurn(agent=spec.agents[-1].name, delegation=self.delegation(spec))
 
 
-class TopologyRegistry(Mapping[str, TeamTopology]):
+class TopologyRegistry(NamedRegistry[TeamTopology]):
     """An immutable name -> topology mapping; `with_topology` returns an extended copy."""
 
-    def __init__(self, topologies: Iterable[TeamTopology] = ()) -> None:
-        entries: dict[str, TeamTopology] = {}
-        for topology in topologies:
-            if not isinstance(topology, TeamTopology):
-                raise ConfigError(
-                    f"{type(topology).__name__} is not a team topology "
-                    "(needs `name`, `build(spec, make_node)` and `opening(spec)`)"
-                )
-            if topology.name in entries:
-                raise ConfigError(f"team topology {topology.name!r} is registered twice")
-            entries[topology.name] = topology
-        self._entries = entries
-
-    def __getitem__(self, name: str) -> TeamTopology:
-        return self._entries[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __repr__(self) -> str:
-        return f"TopologyRegistry({', '.join(self._entries)})"
+    kind = "team topology"
+    entry_type = TeamTopology
+    needs = "needs `name`, `build(spec, make_node)` and `opening(spec)`"
 
     def with_topology(self, topology: TeamTopology) -> TopologyRegistry:
         """A registry with `topology` added (a name already registered is an error)."""
-        return TopologyRegistry([*self._entries.values(), topology])
-
-    def resolve(self, name: str) -> TeamTopology:
-        """The topology registered under `name` (a `ConfigError` naming the known ones)."""
-        try:
-            return self._entries[name]
-        except KeyError:
-            known = ", ".join(sorted(self._entries))
-            raise ConfigError(f"unknown team topology {name!r} (known: {known})") from None
+        return TopologyRegistry(self._extended(topology))
 
 
 TOPOLOGIES = TopologyRegistry(
