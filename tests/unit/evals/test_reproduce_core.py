@@ -16,23 +16,11 @@ from grse_graph.reproduce.cost import estimate, total
 from grse_graph.reproduce.executors import Executor, RunContext
 from grse_graph.reproduce.manifest import Manifest, RunKind, RunSpec, run_state
 from grse_graph.reproduce.outcome import RunFailure, RunOutcome, read_failure
-from grse_graph.reproduce.paper import load_paper
+from grse_graph.reproduce.paper import PAPER_TABLES, load_paper
 from grse_graph.reproduce.registry import TABLES
 from grse_graph.reproduce.scheduler import execute_runs
 from grse_graph.reproduce.settings import default_paper_dir, load_settings
 from grse_graph.reproduce.table import Cell, Column, ResultTable, Row, collect, render_markdown
-
-PAPER_TABLES = (
-    "table1",
-    "table2",
-    "table3",
-    "table4",
-    "table5",
-    "table6",
-    "table9",
-    "table10",
-    "table11",
-)
 
 
 def spec(**changes: object) -> RunSpec:

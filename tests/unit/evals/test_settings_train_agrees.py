@@ -19,19 +19,7 @@ from grse_graph.reproduce.registry import TABLES
 from grse_graph.reproduce.script import context_from, parser_for
 from grse_graph.reproduce.specs import Training, training_config
 from grse_graph.training.config import TrainConfig
-
-REMOTE = """
-[actor]
-base_url = "http://127.0.0.1:9/v1"
-model = "{actor}"
-[critic]
-base_url = "http://127.0.0.1:9/v1"
-model = "Qwen/Qwen3.8-27B"
-[optimizer]
-base_url = "http://127.0.0.1:9/v1"
-model = "Qwen/Qwen3.8-27B"
-"""
-NO_DATA = ["--data-hotpotqa", "/nonexistent/h.json", "--data-locomo", "/nonexistent/l.json"]
+from tests.unit.evals.test_settings_read import NO_DATA, REMOTE
 
 
 def paper_fixed(config: TrainConfig, llm: LLMConfig) -> dict[str, Any]:
