@@ -109,10 +109,7 @@ def groups(ctx: TableContext) -> dict[str, list[list[RunSpec]]]:
 
 
 def plan(ctx: TableContext) -> list[RunSpec]:
-    runs: list[RunSpec] = []
-    for actor in ctx.actors:
-        runs.append(t1_hotpotqa.empty_run(ctx, actor))
-        runs += [t2_locomo.empty_run(ctx, actor, c) for c in t2_locomo.trained_categories(ctx)]
+    runs = t2_locomo.empty_runs_of_both_tasks(ctx)
     for parts in groups(ctx).values():
         runs += [spec for specs in parts for spec in specs]
     return sorted(unique_runs(runs), key=lambda s: s.kind == "train")

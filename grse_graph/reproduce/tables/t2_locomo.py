@@ -15,6 +15,7 @@ from grse_graph.reproduce.paper import PaperValue
 from grse_graph.reproduce.specs import baseline_spec, eval_spec, train_spec
 from grse_graph.reproduce.table import Cell, NotMeasured, TableContent, collect
 
+from . import t1_hotpotqa
 from .base import (
     Layout,
     Result,
@@ -182,3 +183,13 @@ def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableCont
     ]
     header = [*actor_lines(ctx), *smoke_header(ctx)]
     return [TableContent(columns=columns, rows=table_rows, notes=notes, header=header)]
+
+
+def empty_runs_of_both_tasks(ctx: TableContext) -> list[RunSpec]:
+    """Each actor's empty-library evaluations on HotpotQA and on the trained LoCoMo categories
+    (the starting answers that Tables 3 and 11 read beside their training runs)."""
+    runs: list[RunSpec] = []
+    for actor in ctx.actors:
+        runs.append(t1_hotpotqa.empty_run(ctx, actor))
+        runs += [empty_run(ctx, actor, c) for c in trained_categories(ctx)]
+    return runs

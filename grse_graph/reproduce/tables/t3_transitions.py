@@ -147,10 +147,7 @@ def groups(ctx: TableContext) -> dict[RowName, Group]:
 
 
 def plan(ctx: TableContext) -> list[RunSpec]:
-    runs: list[RunSpec] = []
-    for actor in ctx.actors:
-        runs.append(t1_hotpotqa.empty_run(ctx, actor))
-        runs += [t2_locomo.empty_run(ctx, actor, c) for c in t2_locomo.trained_categories(ctx)]
+    runs = t2_locomo.empty_runs_of_both_tasks(ctx)
     for group in groups(ctx).values():
         runs += group.runs()
     return sorted(unique_runs(runs), key=lambda s: s.kind == "train")
