@@ -98,6 +98,11 @@ class NotMeasured(Exception):
     """Raised by a metric to say why a finished run has no value for a cell."""
 
 
+class OutsideTestSize(NotMeasured):
+    """The run's test questions hold none of what the cell measures (a category): at the
+    smoke size's few test questions the cell is not run; at any other size, a failure."""
+
+
 def collect(
     results: Sequence[Result], metric: Metric, *, paper: PaperValue = None, digits: int = 1
 ) -> Cell:
@@ -106,6 +111,7 @@ def collect(
     cell = Cell(paper=paper, digits=digits)
     if not results:
         cell.failures.append("no run was planned for this cell")
+    outside = 0
     for result in results:
         if isinstance(result, RunFailure):
             cell.failures.append(f"run {result.run_id}: {result.error}")
@@ -114,11 +120,14 @@ def collect(
             value = metric(result)
         except NotMeasured as reason:
             cell.failures.append(f"run {result.run_id}: {reason}")
+            outside += isinstance(reason, OutsideTestSize)
             continue
         if value is None:
             cell.failures.append(f"run {result.run_id} did not measure this")
         else:
             cell.values.append(value)
+    if results and outside == len(results):
+        cell.not_run = NOT_RUN_AT_SIZE  # the table turns it into a failure outside smoke
     return cell
 
 

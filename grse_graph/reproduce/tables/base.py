@@ -15,6 +15,7 @@ from grse_graph.reproduce.table import (
     Column,
     Metric,
     NotMeasured,
+    OutsideTestSize,
     ResultTable,
     Row,
     TableContent,
@@ -187,7 +188,10 @@ def _no_skips(row: Row) -> Row:
     """`row` with every cell skipped for the size turned into a failure (full size)."""
     cells = {
         key: cell.model_copy(
-            update={"not_run": None, "failures": [f"{cell.not_run} (outside the smoke size)"]}
+            update={
+                "not_run": None,
+                "failures": cell.failures or [f"{cell.not_run} (outside the smoke size)"],
+            }
         )
         if cell.not_run is not None and not cell.values
         else cell
@@ -211,7 +215,7 @@ def results_of(specs: Sequence[RunSpec], results: Mapping[str, Result]) -> list[
 def summary_metric(name: str, category: str | None = None, scale: float = 100.0) -> Metric:
     """A test metric of the run's (trained) evaluation, overall or of one category, in
     points; `NotMeasured` (with the reason) when the run has no evaluation, no question of
-    that category, or every question of it failed."""
+    that category (`OutsideTestSize`), or every question of it failed."""
 
     def read(outcome: RunOutcome) -> float | None:
         summary = outcome.summary
@@ -219,7 +223,7 @@ def summary_metric(name: str, category: str | None = None, scale: float = 100.0)
             raise NotMeasured("no test evaluation")
         group = summary.overall if category is None else summary.per_category.get(category)
         if group is None:
-            raise NotMeasured(f"no {category} question among its test questions")
+            raise OutsideTestSize(f"no {category} question among its test questions")
         if group.count == group.failed:
             raise NotMeasured(f"all {group.count} test question(s) failed")
         value = group.metrics.get(name)

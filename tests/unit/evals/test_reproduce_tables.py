@@ -175,6 +175,38 @@ def test_table2_average_needs_every_category_of_a_seed(tmp_path: Path) -> None:
     assert masks.cells["Qwen3.8|avg:f1"].failed
 
 
+def test_a_category_the_few_test_questions_miss_is_not_run_at_smoke_and_fails_at_full(
+    tmp_path: Path,
+) -> None:
+    """Table 10 pools the categories; a smoke run's one test question is multi-hop."""
+    group = GroupSummary(count=1, failed=0, reward=0.3, metrics={"f1": 0.2, "bleu": 0.1}, states={})
+    summary = EvalSummary(
+        task="locomo",
+        split="test",
+        method="team",
+        questions=1,
+        finished=1,
+        failed=0,
+        overall=group,
+        per_category={"multi-hop": group},
+    )
+    built = {}
+    for smoke in (True, False):
+        ctx = context(tmp_path, "table10", seeds=1, smoke=smoke)
+        results: dict[str, Result] = {
+            s.run_id: RunOutcome(run_id=s.run_id, kind=s.kind, wall_s=1.0, summary=summary)
+            for s in TABLES["table10"].plan(ctx)
+        }
+        (built[smoke],) = TABLES["table10"].build(ctx, results)
+    smoke_row = built[True].rows[0]
+    assert smoke_row.cells["multi-hop:f1"].ours() == "20.0"
+    assert smoke_row.cells["temporal:f1"].ours() == NOT_RUN_AT_SIZE
+    assert smoke_row.cells["avg:f1"].ours() == NOT_RUN_AT_SIZE
+    assert built[True].failed_cells() == []
+    full_cell = built[False].rows[0].cells["temporal:f1"]
+    assert full_cell.failed and "no temporal question" in full_cell.failures[0]
+
+
 def test_paper_mode_is_the_default_and_additions_make_their_own_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
