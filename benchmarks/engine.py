@@ -3,15 +3,14 @@
 Measures prompt and generation throughput (from the engine's own timing log), the latency of a
 ~1k-token prompt the first time and again with the same prefix, the total time of four requests
 sharing a prefix sent one by one versus concurrently, and one ``n=4`` request (four samples of
-one prompt; llama-cpp-python ignores ``n`` and returns one choice). Prints one table with a
-column per engine.
+one prompt). Prints one table with a column per engine.
 
     python benchmarks/engine.py --model small
     python benchmarks/engine.py --model default --threads 2 --engine llama-server
     python benchmarks/engine.py --model default --threads 2 --compare   # both engines
 
-With ``--compare`` an engine that cannot start here (llama-server not built, llama-cpp-python
-not installed) is skipped with the reason printed.
+With ``--compare`` an engine that cannot start here (no llama-server binary, xllamacpp not
+installed) is skipped with the reason printed.
 """
 
 from __future__ import annotations
@@ -205,7 +204,7 @@ def main() -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="small", help="default | small | medium | path.gguf")
-    parser.add_argument("--engine", default="auto", help="auto | llama-server | llama-cpp-python")
+    parser.add_argument("--engine", default="auto", help="auto | xllamacpp | llama-server")
     parser.add_argument("--compare", action="store_true", help="run every engine, side by side")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--generate", type=int, default=64, help="tokens for the throughput run")

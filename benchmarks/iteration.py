@@ -7,7 +7,7 @@
 A profile pins everything about how requests are made: the engine, the structured-output
 method and cap of each role, the first agent's n=G call, concurrency and the prompt layout.
 `today` is the path of commit 13618e1 (before the throughput work, with the paper's operator
-caps, function calling and llama-cpp-python's prompt logits; the per-agent critic schema
+caps and function calling; the per-agent critic schema
 pinned); `default` is what the project does now (the demo's settings); `input-first` is the
 default with the shared task input laid out first
 (`grse_graph.team.layout`). `--compare` runs `today` then `default`, each on a fresh engine,
@@ -49,6 +49,7 @@ from grse_graph.methods.operators.base import OperatorSettings
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.demo import DEMO_ACTOR_MAX_TOKENS, learning_config
 from grse_graph.training.graph import TrainingDeps
+from grse_graph.training.progress import ProgressEvent
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import run_training
 from grse_graph.training.session import load_training_task, open_endpoints
@@ -75,12 +76,10 @@ class RequestProfile(BaseModel):
 
 TODAY = RequestProfile(
     name="today",
-    description="commit 13618e1: llama-cpp-python with its server's logits of every prompt "
-    "token, function calling for every structured role, the critic shown the per-agent "
-    "narrowed schema, critic cap 900",
+    description="commit 13618e1's requests (its llama-cpp-python engine is gone): function "
+    "calling for every structured role, the critic shown the per-agent narrowed schema, "
+    "critic cap 900",
     llm={
-        "engine.engine": "llama-cpp-python",
-        "engine.prompt_logits": True,
         **{f"{role}.structured_method": "function_calling" for role in ("critic", "optimizer")},
         "critic.schema_narrowing": "per_agent",
     },
@@ -118,6 +117,35 @@ def custom_profile(assignments: list[str]) -> RequestProfile:
         sections[section][field] = value
     return RequestProfile(
         name="custom", description=f"defaults with {', '.join(assignments)}", **sections
+    )
+
+
+class StageClock:
+    """Wall seconds per training stage, from the graph's progress events (a stage lasts until
+    the next one starts or the iteration ends)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._current: tuple[str, float] | None = None
+
+    def __call__(self, event: ProgressEvent) -> None:
+        now = time.monotonic()
+        if self._current is not None and event.kind != "unit_done":
+            stage, started = self._current
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + now - started
+            self._current = None
+        if event.kind == "stage_started":
+            self._current = (event.stage, now)
+
+    def rollouts_and_critic(self) -> float:
+        """The seconds of the group rollouts and the critic (what G changes; validation out)."""
+        return self.seconds.get("rollouts", 0.0) + self.seconds.get("critic", 0.0)
+
+
+def group_size_profile(size: int) -> RequestProfile:
+    """The defaults at group size `size`."""
+    return RequestProfile(
+        name=f"G={size}", description=f"the defaults, G = {size}", grse={"group_size": size}
     )
 
 
@@ -197,6 +225,7 @@ def run_profile(
     console.print(f"[bold]{profile.name}[/bold]: {profile.description}")
     with open_endpoints(llm, engine_log=folder / "engine.log") as endpoints:
         recorder = IntervalRecorder()
+        clock = StageClock()
         engine = endpoints.engine
         engine_before = endpoints.prompt_eval_stats()
         deps = TrainingDeps(
@@ -205,6 +234,7 @@ def run_profile(
             config=config,
             run=RunFolder(folder),
             usage=lambda: endpoints.ledger.report().model_dump(mode="json"),
+            on_progress=clock,
         )
         started = time.monotonic()
         asyncio.run(run_training(deps))
@@ -229,6 +259,7 @@ def run_profile(
     return {
         "engine": engine_name,
         "wall": wall,
+        "rollouts_critic": clock.rollouts_and_critic(),
         "busy": recorder.busy_seconds(),
         "usage": report,
         "stats": engine_stats,
@@ -255,6 +286,7 @@ def print_table(
 
     row("engine", lambda r: r["engine"])
     row("wall time (s)", lambda r: f"{r['wall']:.1f}")
+    row("rollouts + critic (s)", lambda r: f"{r['rollouts_critic']:.1f}")
     row("engine busy share", lambda r: f"{r['busy'] / r['wall']:.0%}")
     row(
         "prompt tokens computed / from prefix cache",
@@ -291,6 +323,10 @@ def print_table(
     )
     first = next(iter(results.values()))
     row("wall time vs first profile", lambda r: f"{first['wall'] / r['wall']:.2f}x faster")
+    row(
+        "rollouts + critic vs first profile",
+        lambda r: f"{r['rollouts_critic'] / first['rollouts_critic']:.2f}x the time",
+    )
     console.print(table)
 
 
@@ -325,6 +361,11 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=2)
     parser.add_argument("--validation", type=int, default=2)
     parser.add_argument("--compare", action="store_true", help="profiles today,default")
+    parser.add_argument(
+        "--group-sizes",
+        default=None,
+        help="comma list of G: the defaults at each group size (e.g. 1,4), same questions",
+    )
     parser.add_argument("--profiles", default="default", help=f"comma list of {sorted(PROFILES)}")
     parser.add_argument(
         "--custom",
@@ -348,6 +389,10 @@ def main() -> None:
         parser.error(f"--seeds {args.seeds!r}: expected a comma list of integers")
     profiles = dict(PROFILES)
     names = ["today", "default"] if args.compare else args.profiles.split(",")
+    if args.group_sizes:
+        sizes = [int(size) for size in args.group_sizes.split(",")]
+        profiles |= {f"G={size}": group_size_profile(size) for size in sizes}
+        names = [f"G={size}" for size in sizes]
     if args.custom:
         profiles["custom"] = custom_profile(args.custom)
         names.append("custom")

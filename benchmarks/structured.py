@@ -1,6 +1,6 @@
 """Benchmark the structured-output methods on the project's real structured requests.
 
-For each engine available (llama-cpp-python always; llama-server when
+For each engine available (xllamacpp always; llama-server when
 `grse_graph.llm.engine.find_llama_server` finds one) it starts the embedded engine with the
 chosen model and runs every method that engine accepts on three requests: a GRSE critic
 request (built by the critic's own payload builder from a recorded run's rollouts when one
@@ -51,8 +51,8 @@ DEFAULT_ORDER: list[StructuredMethod] = [
     "json_grammar",
     "function_calling",
 ]
-# llama-cpp-python 0.3.36 rejects response_format json_schema.
-_UNSUPPORTED: dict[str, frozenset[str]] = {"llama-cpp-python": frozenset({"json_schema"})}
+_UNSUPPORTED: dict[str, frozenset[str]] = {}
+"""Methods an engine rejects (none of llama.cpp's server's)."""
 
 
 @dataclass(frozen=True)
@@ -220,8 +220,8 @@ def total(tallies: Sequence[Tally]) -> Tally:
 
 
 def engines_available(settings: EngineSettings) -> list[EngineName]:
-    """llama-cpp-python, plus llama-server when an executable is found."""
-    found: list[EngineName] = ["llama-cpp-python"]
+    """xllamacpp, plus llama-server when an executable is found."""
+    found: list[EngineName] = ["xllamacpp"]
     if find_llama_server(settings) is not None:
         found.append("llama-server")
     return found
@@ -234,9 +234,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--max-tokens", type=int, default=1024, help="reply cap (embedded critic)")
     parser.add_argument("--methods", nargs="*", default=DEFAULT_ORDER, choices=list(METHODS))
-    parser.add_argument(
-        "--engines", nargs="*", default=None, choices=["llama-cpp-python", "llama-server"]
-    )
+    parser.add_argument("--engines", nargs="*", default=None, choices=["xllamacpp", "llama-server"])
     parser.add_argument("--run-dir", type=Path, default=Path("/tmp/bench-methods/grse"))
     parser.add_argument(
         "--requests",

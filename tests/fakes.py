@@ -115,20 +115,3 @@ class FakeProvider:
         if self.factory is not None:
             return self.factory(role, sampling)
         return self.models[role]
-
-
-class ClearingProvider(FakeProvider):
-    """A `FakeProvider` that is also a `PrefixCacheOwner`: each clearing records how many model
-    requests had been made before it."""
-
-    def __init__(
-        self,
-        models: dict[RoleName, BaseChatModel] | None = None,
-        factory: Callable[[RoleName, SamplingSettings | None], BaseChatModel] | None = None,
-    ) -> None:
-        super().__init__(models, factory)
-        self.cleared_after: list[int] = []
-
-    async def clear_prefix_caches(self) -> int:
-        self.cleared_after.append(len(self.requests))
-        return 1

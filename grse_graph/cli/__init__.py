@@ -16,7 +16,6 @@ from grse_graph.llm.config import load_config
 
 from . import (
     doctor_cmd,
-    engine_cmd,
     eval_cmd,
     reproduce_cmd,
     score_cmd,
@@ -64,7 +63,7 @@ def build_app() -> typer.Typer:
         rich_markup_mode=None,
     )
     app.callback()(_root)
-    commands = (serve_cmd, engine_cmd, skills_cmd, doctor_cmd, score_cmd, eval_cmd, train_cmd)
+    commands = (serve_cmd, skills_cmd, doctor_cmd, score_cmd, eval_cmd, train_cmd)
     for module in (*commands, reproduce_cmd):
         module.register(app)
     return app

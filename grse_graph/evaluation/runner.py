@@ -12,7 +12,8 @@ from langsmith.utils import tracing_is_enabled
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from grse_graph.llm.provider import ChatModelProvider, SamplingSettings, clear_prefix_caches
+from grse_graph.llm.affinity import affinity, question_key
+from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
 from grse_graph.metrics.analysis import answer_state
 from grse_graph.tasks.base import Task, TaskQuestion
 from grse_graph.team.spec import TeamSpec
@@ -138,9 +139,7 @@ async def run_evaluation(
     `retry_failed`, runs failed ones again); `run.json` guards against resuming a different run.
     A question that raised is recorded as failed and counts 0 in every average. With
     `progress`, a progress bar and the summary table are printed to `console`. `data` and
-    `model` describe the data path and the answering model in `run.json`. The provider's
-    prefix caches are cleared first (`clear_prefix_caches`), so the same greedy evaluation,
-    one question at a time, answers the same way whatever the engine ran before.
+    `model` describe the data path and the answering model in `run.json`.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -179,14 +178,13 @@ async def run_evaluation(
         async def run_one(question: TaskQuestion) -> None:
             nonlocal failures
             async with semaphore:
-                record = await answer_question(answerer, question)
+                with affinity(question_key(question.id)):
+                    record = await answer_question(answerer, question)
             folder.append(record)
             done[record.id] = record
             failures += int(record.failed)
             bar.update(bar_id, advance=1, failed=failures)
 
-        if pending:
-            await clear_prefix_caches(provider)
         await asyncio.gather(*(run_one(q) for q in pending))
     records = [done[q.id] for q in questions if q.id in done]
     summary = summarize(

@@ -53,8 +53,8 @@ class PromptEvalStats(Counts):
 
     ``evaluated_prompt_tokens`` are prompt tokens the engine actually computed;
     ``reused_prompt_tokens`` are prompt tokens served from its prefix cache. One completion is
-    one model pass (a tool-calling request on llama-cpp-python makes several).
-    ``prefix_reloads`` (from the slot routing, not the log) are chat requests whose agent prefix
+    one model pass.
+    ``prefix_reloads`` (from the slot pinning, not the log) are chat requests whose agent prefix
     had lost its slot to another prefix and was computed again.
     """
 
@@ -101,7 +101,7 @@ class UsageReport(BaseModel):
     @property
     def cached_prompt_tokens(self) -> int:
         """Prompt tokens served from a prefix cache: as the servers reported them, or, where
-        none did (llama-cpp-python never does), as the embedded engine's log counted them."""
+        none did, as the embedded engine's log counted them."""
         reported = self.total.cached_prompt_tokens
         if reported or self.engine is None:
             return reported

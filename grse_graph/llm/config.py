@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from grse_graph.errors import ConfigError
 from grse_graph.llm.provider import ROLES, RoleName
@@ -23,7 +23,7 @@ from grse_graph.validation_text import Location, describe_validation_error
 ENGINE_MODEL_ALIAS = "grse-local"
 """The name the embedded engine serves its model under (any name is accepted by both engines)."""
 
-EngineName = Literal["auto", "llama-server", "llama-cpp-python"]
+EngineName = Literal["auto", "xllamacpp", "llama-server"]
 
 StructuredMethod = Literal[
     "function_calling",
@@ -98,34 +98,27 @@ class RoleSettings(BaseModel):
 
     ``base_url`` None means the embedded local engine. ``top_k`` is not an OpenAI parameter and
     is sent in ``extra_body`` (vLLM and llama.cpp both read it there). ``ChatOpenAI`` sends the
-    cap as ``max_completion_tokens``, which llama-cpp-python's server ignores, so by default it
-    is also sent as ``max_tokens`` (``legacy_max_tokens``); switch that off for an API that
-    rejects both fields.
+    cap as ``max_completion_tokens``, which some servers ignore, so by default it is also sent
+    as ``max_tokens`` (``legacy_max_tokens``); switch that off for an API that rejects both
+    fields.
 
     ``structured_method`` chooses how structured output is obtained. ``auto`` (the default)
-    picks by engine, measured on the GRSE critic and induce requests of the demo (0.5B,
-    `benchmarks/structured.py`, issue 10): ``json_grammar`` on the embedded llama-cpp-python
-    engine (a critic call 46.9 s against 63.1 s with function calling, an induce 13.3 s against
-    59.2 s, both valid), ``json_schema`` on an embedded llama-server (its function calling
-    returned the JSON as text without the fields), ``function_calling`` on a remote endpoint.
-    ``function_calling`` forces a call of a function whose parameters are the schema; every
-    supported server accepts it, and llama-cpp-python constrains it with a grammar.
+    picks ``json_schema`` on the embedded engine (llama.cpp's server constrains the reply to
+    the schema; its function calling returned the JSON as text without the fields, issue 10)
+    and ``function_calling`` on a remote endpoint. ``function_calling`` forces a call of a
+    function whose parameters are the schema; every supported server accepts it.
     ``json_prompt`` instead asks in plain text for one JSON object matching the schema and
-    parses and validates the reply (same single repair round). It exists because
-    llama-cpp-python 0.3.36 applies the grammar sampler to the whole vocabulary on every token,
-    which turns a few-hundred-token structured reply (a critic output) from seconds into minutes
-    on CPU; plain generation does not pay that, at the price of an unconstrained model sometimes
-    writing invalid JSON. ``json_object`` (a generic JSON grammar, the schema in the prompt),
-    ``json_object_schema`` (llama-cpp-python's schema grammar through ``response_format``),
-    ``json_schema`` (llama-server, vLLM) and ``json_grammar`` (that schema grammar with no
-    schema text in the prompt) are the engine-constrained alternatives;
+    parses and validates the reply (same single repair round): no grammar sampling, at the
+    price of an unconstrained model sometimes writing invalid JSON. ``json_object`` (a generic
+    JSON grammar, the schema in the prompt), ``json_object_schema`` (the schema inside
+    ``response_format``'s json_object), ``json_schema`` and ``json_grammar`` (the schema's
+    grammar with no schema text in the prompt) are the engine-constrained alternatives;
     ``benchmarks/structured.py`` measures them all. Set it per role in TOML (``[critic]
     structured_method = "json_prompt"``) or the environment
     (``GRSE_CRITIC_STRUCTURED_METHOD=json_prompt``). ``structured_stream`` streams structured
     replies and stops one whose tail keeps repeating (a loop inside the grammar) after a few
     copies instead of at the cap; the stop is a failed attempt that goes to the repair round. It
-    is off by default because llama-cpp-python 0.3.36 reports no token usage on streams (such
-    calls are counted in ``calls_without_usage``) and the fault-test server does not stream.
+    is off by default because the fault-test server does not stream.
 
     ``schema_narrowing``: where the structured method has the engine enforce the schema, a
     caller may send a schema narrowed to the names valid for this request (the critics' agent,
@@ -139,9 +132,13 @@ class RoleSettings(BaseModel):
 
     ``tool_transcript``: how an agent's tool results reach the model and how its text answer
     is asked for (`grse_graph.llm.tool_transcript`): ``native`` tool messages, or ``text``
-    (results as user messages, answers from a tool-free call) for llama-cpp-python's
-    ``chatml-function-calling`` format, which drops tool messages from the prompt. ``auto``
-    (the default) picks ``text`` for an embedded role on that engine and format.
+    (results as user messages, answers from a tool-free call) for a server whose chat template
+    drops tool messages. ``auto`` (the default) is ``native``.
+
+    ``affinity_headers``: the headers that carry the unit of work's affinity key on every
+    request (`grse_graph.llm.affinity`), for a router over replicas that hashes one of them:
+    ``X-Session-ID`` (vLLM's router, the default), ``X-SMG-Routing-Key`` (SGLang's smg); empty
+    sends none.
 
     ``engine_model`` gives an embedded role its own model (``default``, ``medium``, ``small`` or
     a ``.gguf`` path) instead of ``[engine] model``: a second engine with the same engine
@@ -173,6 +170,15 @@ class RoleSettings(BaseModel):
     engine_model: str | None = None
     schema_narrowing: SchemaNarrowing = "per_agent"
     tool_transcript: ToolTranscriptSetting = "auto"
+    affinity_headers: list[str] = Field(default_factory=lambda: ["X-Session-ID"])
+
+    @field_validator("affinity_headers", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        # From the environment: GRSE_CRITIC_AFFINITY_HEADERS="X-SMG-Routing-Key,X-Session-ID".
+        if isinstance(value, str):
+            return [name.strip() for name in value.split(",") if name.strip()]
+        return value
 
     @property
     def embedded(self) -> bool:
@@ -201,34 +207,26 @@ def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 class EngineSettings(BaseModel):
-    """How to run the embedded engine.
+    """How to run the embedded engine (llama.cpp's server; see `grse_graph.llm.engine`).
 
     ``model`` is ``default`` (Qwen2.5-Coder-0.5B), ``small`` (SmolLM2-135M), ``medium``
-    (Qwen2.5-Coder-1.5B) or a path to a ``.gguf`` file. ``port`` 0 picks a free loopback port.
-    ``n_ctx`` is the context per request (per slot on llama-server). ``n_parallel`` is the number
-    of prefix slots, each keeping one prompt prefix cached: llama-server's ``--parallel`` slots,
-    or as many llama-cpp-python processes, to which requests are routed by their fixed prefix
-    (see `grse_graph.llm.slot_routing`; one process computes each agent's role and skills anew
-    for every question, since the agents alternate). The default 6 holds the demo team's five
-    prefixes (multi-hop retriever and reasoner, memory retriever with and without its grep tool,
-    memory reasoner): with 4 slots the least recently used one was always the next one needed,
-    so every question recomputed its prefixes (24 demo test questions, six skills, side by side:
-    294 s with 4 slots, 186 s with 6, the same answers). ``threads`` None means one
-    per CPU core. ``allow_amx`` False keeps ggml off Intel AMX kernels (some virtual machines
-    advertise AMX but fault on it; see `grse_graph.llm.childproc`). ``build_if_missing``: with
-    ``engine = "llama-server"`` and no binary found, build it into the cache first
-    (`grse_graph.llm.build`, minutes). ``flash_attention``: llama.cpp's fused attention kernel, off:
-    on these 2-core CPUs it reads a prompt about 10% faster but generates at half the speed
-    (0.5B, a 2.2k-token prompt and 160 generated tokens, issue 10: llama-cpp-python 21.1 s +
-    16.9 s with it against 23.5 s + 8.9 s without; llama-server 8.5 against 16.9 tok/s), and
-    llama-server's own default (``auto``) turns it on.
-    ``repeatable_prompts`` (llama-cpp-python, ``n_parallel`` > 1): before each chat request,
-    bring its slot to a state that depends on the request alone (short priming requests, and a
-    clearing one when the slot served another prefix; see `grse_graph.llm.slot_routing`), so
-    a greedy request answers the same way whatever the engine served before it.
-    ``prompt_logits`` (llama-cpp-python only): keep the logits of every prompt token, which only
-    prompt logprobs (``echo``) need; its server's default, off here because computing and
-    copying them made a 1.7k-token prompt 25.3 s instead of 21.8 s.
+    (Qwen2.5-Coder-1.5B) or a path to a ``.gguf`` file. ``engine``: ``xllamacpp`` (the server
+    from the prebuilt wheel of the ``local`` extra), ``llama-server`` (a binary: the
+    configured ``llama_server_path`` or one on PATH) or ``auto`` (the binary when a path is
+    configured, else xllamacpp). ``port`` 0 picks a free loopback port. ``n_ctx`` is the
+    context per slot. ``n_parallel`` is the number of slots, each keeping one prompt prefix
+    cached; each agent's prefix is pinned to one (`grse_graph.llm.slot_pinning`). The default
+    6 holds the demo team's five prefixes (multi-hop retriever and reasoner, memory retriever
+    with and without its grep tool, memory reasoner): with 4 the least recently used one was
+    always the next one needed, so every question recomputed its prefixes. ``threads`` None
+    means one per CPU core. ``allow_amx`` False keeps ggml off Intel AMX kernels (some virtual
+    machines advertise AMX but fault on it; see `grse_graph.llm.childproc`).
+    ``flash_attention``: llama.cpp's fused attention kernel, off: on these 2-core CPUs it reads
+    a prompt about 10% faster but generated at half the speed (llama-server, 0.5B, issue 10:
+    8.5 against 16.9 tok/s), and the server's own default (``auto``) turns it on.
+    ``repeatable_prompts``: prime each chat request's slot and run one request at a time, so a
+    greedy request answers the same way whatever the server served before it and whatever
+    else was asked at once (`grse_graph.llm.slot_pinning`); off, the server batches requests.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -242,13 +240,10 @@ class EngineSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)
     cache_dir: Path = Field(default_factory=default_cache_dir)
-    chat_format: str = "chatml-function-calling"
     startup_timeout_s: float = Field(default=180.0, gt=0.0)
     allow_amx: bool = False
-    build_if_missing: bool = False
     flash_attention: bool = False
     repeatable_prompts: bool = True
-    prompt_logits: bool = False
 
     def resolved_threads(self) -> int:
         """The thread count to start the engine with."""

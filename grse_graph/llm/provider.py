@@ -49,21 +49,3 @@ class ChatModelProvider(Protocol):
         sampling: SamplingSettings | None = None,
         max_tokens: int | None = None,
     ) -> BaseChatModel: ...
-
-
-@runtime_checkable
-class PrefixCacheOwner(Protocol):
-    """A provider that can empty its engines' prompt prefix caches (`ModelRoles` does, for
-    embedded llama-cpp-python processes). Probes and evaluations clear them before their first
-    run, so the same greedy requests, made in the same order, answer the same way whatever ran
-    before them."""
-
-    async def clear_prefix_caches(self) -> int: ...
-
-
-async def clear_prefix_caches(provider: ChatModelProvider) -> int:
-    """Clear ``provider``'s prefix caches where it can (see `PrefixCacheOwner`); how many
-    engine processes were cleared."""
-    if isinstance(provider, PrefixCacheOwner):
-        return await provider.clear_prefix_caches()
-    return 0

@@ -22,15 +22,15 @@ from pydantic import SecretStr
 
 from grse_graph.errors import ConfigError, EngineError
 from grse_graph.llm.accounting import UsageLedger
+from grse_graph.llm.affinity import affinity_event_hooks, async_affinity_event_hooks
 from grse_graph.llm.config import LLMConfig, RoleSettings, StructuredMethod
 from grse_graph.llm.engine import choose_engine
 from grse_graph.llm.lifecycle import Closing
 from grse_graph.llm.provider import ROLES, RoleName, SamplingSettings
-from grse_graph.llm.slot_routing import (
-    CLEARING_COMPLETION,
-    AsyncSlotRoutingTransport,
-    SlotRouter,
-    SlotRoutingTransport,
+from grse_graph.llm.slot_pinning import (
+    AsyncSlotPinningTransport,
+    SlotPinning,
+    SlotPinningTransport,
 )
 from grse_graph.llm.structured import (
     SCHEMA_NARROWING_KEY,
@@ -39,7 +39,7 @@ from grse_graph.llm.structured import (
 )
 from grse_graph.llm.text_tool_calls import recover_tool_calls
 from grse_graph.llm.tokens import ServerTokenCounter, TokenCounter
-from grse_graph.llm.tool_transcript import DROPS_TOOL_MESSAGES, TOOL_TRANSCRIPT_KEY, Transcript
+from grse_graph.llm.tool_transcript import TOOL_TRANSCRIPT_KEY, Transcript
 from grse_graph.llm.transport import (
     acall_with_reply_retries,
     call_with_reply_retries,
@@ -54,19 +54,8 @@ UNAUTHENTICATED_API_KEY = "EMPTY"
 
 logger = logging.getLogger(__name__)
 
-_CLEAR_TIMEOUT_S = 60.0
-
-
-async def _replace_cached_prompt(client: httpx.AsyncClient, base_url: str) -> None:
-    try:
-        response = await client.post(f"{base_url}/completions", json=CLEARING_COMPLETION)
-        response.raise_for_status()
-    except httpx.HTTPError as error:
-        raise EngineError(f"clearing the prompt cache of {base_url} failed: {error}") from error
-
-
 _AUTO_STRUCTURED: dict[str | None, StructuredMethod] = {
-    "llama-cpp-python": "json_grammar",
+    "xllamacpp": "json_schema",
     "llama-server": "json_schema",
 }
 """What ``structured_method = "auto"`` resolves to per embedded engine (else function calling)."""
@@ -106,13 +95,54 @@ def _with_text_tool_calls(
     return result.model_copy(update={"generations": generations})
 
 
+FORCED_CALL_BY_SCHEMA_KEY = "grse_forced_call_by_schema"
+"""Metadata key: the role's server needs a forced tool call spelled out as a JSON schema."""
+
+
+def _forced_call_schema(request: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema of the one call a request requires (``tool_choice`` "required" with one
+    function offered), or None.
+
+    llama.cpp's server accepts ``tool_choice`` "required" but did not constrain the reply with
+    the Qwen2.5-Coder and SmolLM2 templates (both answered in prose, and a named function is
+    rejected as the wrong type); its ``json_schema`` field does constrain it, and the reply, a
+    JSON object with the call's name and arguments, is read back as the call
+    (`grse_graph.llm.text_tool_calls`)."""
+    if request.get("tool_choice") != "required":
+        return None
+    functions = [
+        tool["function"]
+        for tool in request.get("tools") or ()
+        if isinstance(tool, Mapping) and tool.get("type") == "function"
+    ]
+    if len(functions) != 1:
+        return None
+    parameters = functions[0].get("parameters") or {"type": "object"}
+    return {
+        "type": "object",
+        "properties": {"name": {"const": functions[0]["name"]}, "arguments": parameters},
+        "required": ["name", "arguments"],
+    }
+
+
+def _merged(
+    *hooks: dict[str, list[Callable[..., Any]]],
+) -> dict[str, list[Callable[..., Any]]]:
+    """httpx event hooks of several sources, each event's hooks in order."""
+    merged: dict[str, list[Callable[..., Any]]] = {}
+    for source in hooks:
+        for event, callables in source.items():
+            merged.setdefault(event, []).extend(callables)
+    return merged
+
+
 class RoleChatOpenAI(ChatOpenAI):
     """`ChatOpenAI` that sends ``tool_choice="auto"`` when tools are bound without a choice,
     reads tool calls written as text back as calls, and whose endpoint failures are typed
     one-line errors.
 
-    OpenAI and vLLM treat a missing ``tool_choice`` with tools as ``auto``; llama-cpp-python's
-    server treats it as ``none`` and does not even show the tools to the model. llama-server
+    OpenAI, vLLM and llama.cpp's server treat a missing ``tool_choice`` with tools as ``auto``;
+    it is sent anyway, so no server's other default can hide the tools. llama-server
     with the Qwen2.5-Coder models returns many calls as JSON text; a reply whose whole text is
     calls of the request's tools becomes those calls (`grse_graph.llm.text_tool_calls`), for
     every agent built on a role's model, the team's or your own. A reply that is not a chat
@@ -124,6 +154,15 @@ class RoleChatOpenAI(ChatOpenAI):
         role = str((self.metadata or {}).get("grse_role", "model"))
         return role, str(self.openai_api_base or "the default OpenAI endpoint")
 
+    def _with_forced_call_schema(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` with a required call's schema in ``extra_body`` where the role's server
+        needs it (see `_forced_call_schema`)."""
+        schema = _forced_call_schema(kwargs)
+        if schema is None or not (self.metadata or {}).get(FORCED_CALL_BY_SCHEMA_KEY):
+            return kwargs
+        extra = {**(self.extra_body or {}), **(kwargs.get("extra_body") or {})}
+        return {**kwargs, "extra_body": {**extra, "json_schema": schema}}
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -132,6 +171,7 @@ class RoleChatOpenAI(ChatOpenAI):
         **kwargs: Any,
     ) -> ChatResult:
         role, base_url = self._endpoint()
+        kwargs = self._with_forced_call_schema(kwargs)
 
         def attempt() -> ChatResult:
             try:
@@ -154,6 +194,7 @@ class RoleChatOpenAI(ChatOpenAI):
         **kwargs: Any,
     ) -> ChatResult:
         role, base_url = self._endpoint()
+        kwargs = self._with_forced_call_schema(kwargs)
 
         async def attempt() -> ChatResult:
             try:
@@ -225,11 +266,11 @@ class ModelRoles(Closing):
     or, when embedded roles run on different models (`RoleSettings.engine_model`), a mapping
     from each model to the base URL of the engine serving it.
     Every model shares the role's httpx clients, whose event hooks and the model's callback
-    feed the `UsageLedger`. ``engine_slots`` maps an embedded engine's base URL to the base URLs
-    of all its slots (`EngineSlots.slot_urls`): chat requests to it are then routed to the slot
-    that holds their prefix (`slot_routing`). ``env`` (default ``os.environ``) is where API keys
-    are read; ``transport`` / ``async_transport`` replace the network layer (tests use httpx
-    mocks).
+    feed the `UsageLedger`. ``engine_slots`` maps an embedded engine's base URL to its number of
+    slots (`LocalEngine.slots`): chat requests to it then name the slot that holds their
+    prefix, primed for repeatable answers (`slot_pinning`). ``env`` (default ``os.environ``) is
+    where API keys are read; ``transport`` / ``async_transport`` replace the network layer
+    (tests use httpx mocks).
     Close the instance (or use it as a context manager) to release the HTTP connections.
     """
 
@@ -239,7 +280,7 @@ class ModelRoles(Closing):
         ledger: UsageLedger,
         *,
         engine_url: str | Mapping[str, str] | None = None,
-        engine_slots: Mapping[str, Sequence[str]] | None = None,
+        engine_slots: Mapping[str, int] | None = None,
         env: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
@@ -250,9 +291,9 @@ class ModelRoles(Closing):
         self._env = os.environ if env is None else env
         self._transport = transport
         self._async_transport = async_transport
-        self._engine_slots = dict(engine_slots or {})
-        self._slot_router = SlotRouter(
-            self._engine_slots, repeatable=config.engine.repeatable_prompts
+        self._pinnings = tuple(
+            SlotPinning(url, slots, repeatable=config.engine.repeatable_prompts)
+            for url, slots in (engine_slots or {}).items()
         )
         self._sync_clients: dict[RoleName, httpx.Client] = {}
         self._embedded_engine: str | None = None  # resolved once, for `tool_transcript`
@@ -311,52 +352,15 @@ class ModelRoles(Closing):
 
     def prefix_reloads(self) -> int:
         """Chat requests whose agent prefix had lost its engine slot to another prefix (see
-        `grse_graph.llm.slot_routing.SlotAffinity`): more than a few call for a larger
+        `grse_graph.llm.slot_pinning.SlotAffinity`): more than a few call for a larger
         ``[engine] n_parallel``."""
-        return self._slot_router.prefix_reloads()
-
-    async def clear_prefix_caches(self) -> int:
-        """Empty the prompt cache of every embedded llama-cpp-python process and forget which
-        slot held which prefix, so the requests that follow are computed as on freshly started
-        engines; returns how many processes were cleared (0 on llama-server, whose slots are
-        left as they are, and without embedded engines).
-
-        Why: greedy output on llama.cpp depends slightly on which part of a prompt came from
-        the cache (the rest is evaluated in other batches), so the same probe or evaluation
-        can answer a question differently after a different history. Each process is sent a
-        one-token completion whose prompt shares no token with a chat prompt, which replaces
-        its cached prompt; it is engine upkeep, not a role's call, so the ledger does not
-        count it.
-        """
-        if not self._engine_slots or self._embedded_engine_name() != "llama-cpp-python":
-            return 0
-        cleared = 0
-        async with httpx.AsyncClient(
-            transport=self._async_transport, timeout=httpx.Timeout(_CLEAR_TIMEOUT_S)
-        ) as client:
-            for base_url, slot_urls in self._engine_slots.items():
-                group = self._slot_router.group_at(base_url)
-                if group is not None:
-                    await group.acquire()
-                try:
-                    for url in slot_urls:
-                        await _replace_cached_prompt(client, url)
-                        cleared += 1
-                    if group is not None:
-                        group.forget()
-                finally:
-                    if group is not None:
-                        group.gate.release()
-        return cleared
+        return sum(pinning.affinity.reloads for pinning in self._pinnings)
 
     def tool_transcript(self, role: RoleName) -> Transcript:
-        """The role's tool transcript, with ``auto`` resolved: ``text`` for an embedded role
-        whose engine is llama-cpp-python with a chat format that drops tool messages."""
+        """The role's tool transcript, with ``auto`` resolved to ``native`` (every supported
+        server renders tool messages through its chat template)."""
         setting = self.settings(role).tool_transcript
-        if setting != "auto":
-            return setting
-        drops = self.config.engine.chat_format in DROPS_TOOL_MESSAGES
-        return "text" if self._engine_of(role) == "llama-cpp-python" and drops else "native"
+        return "native" if setting == "auto" else setting
 
     def structured_method(self, role: RoleName) -> StructuredMethod:
         """The role's structured-output method, with ``auto`` resolved by engine (see
@@ -426,6 +430,7 @@ class ModelRoles(Closing):
                 STRUCTURED_STREAM_KEY: settings.structured_stream,
                 SCHEMA_NARROWING_KEY: settings.schema_narrowing,
                 TOOL_TRANSCRIPT_KEY: self.tool_transcript(role),
+                FORCED_CALL_BY_SCHEMA_KEY: settings.embedded,
             },
             # Streamed structured replies then still carry the server's usage (where it sends it).
             stream_usage=True,
@@ -436,18 +441,20 @@ class ModelRoles(Closing):
         settings = self.settings(role)
         limits = httpx.Limits(max_connections=max(8, 2 * settings.concurrency))
         timeout = httpx.Timeout(settings.timeout_s)
-        routed = bool(self._slot_router.groups)
+        pinned = bool(self._pinnings)
         sync_client = self._sync_clients.get(role)
         if sync_client is None:
             sync_client = httpx.Client(
-                event_hooks=self.ledger.event_hooks(role),
+                event_hooks=_merged(
+                    self.ledger.event_hooks(role), affinity_event_hooks(settings.affinity_headers)
+                ),
                 limits=limits,
                 timeout=timeout,
                 transport=(
-                    SlotRoutingTransport(
-                        self._slot_router, self._transport or httpx.HTTPTransport(limits=limits)
+                    SlotPinningTransport(
+                        self._pinnings, self._transport or httpx.HTTPTransport(limits=limits)
                     )
-                    if routed
+                    if pinned
                     else self._transport
                 ),
             )
@@ -460,16 +467,19 @@ class ModelRoles(Closing):
         async_client = per_loop.get(role)
         if async_client is None:
             async_client = httpx.AsyncClient(
-                event_hooks=self.ledger.async_event_hooks(role),
+                event_hooks=_merged(
+                    self.ledger.async_event_hooks(role),
+                    async_affinity_event_hooks(settings.affinity_headers),
+                ),
                 limits=limits,
                 timeout=timeout,
                 # One inner transport per client: its connections belong to this event loop.
                 transport=(
-                    AsyncSlotRoutingTransport(
-                        self._slot_router,
+                    AsyncSlotPinningTransport(
+                        self._pinnings,
                         self._async_transport or httpx.AsyncHTTPTransport(limits=limits),
                     )
-                    if routed
+                    if pinned
                     else self._async_transport
                 ),
             )

@@ -1,11 +1,10 @@
 """Counting tokens the way a role's server counts them.
 
 `ServerTokenCounter` asks the role's OpenAI-compatible server to tokenize (vLLM and llama.cpp's
-``llama-server``: ``POST /tokenize``; llama-cpp-python: ``POST /extras/tokenize/count``), so a
-text is measured in the model's own tokens. A server without a tokenize route (a hosted API)
-gets the `approximate_tokens` estimate instead; the counter says so in `exact` and logs it
-once. Counts are cached per text, so fitting a payload step by step costs one request per
-distinct rendering.
+server: ``POST /tokenize``), so a text is measured in the model's own tokens. A server
+without a tokenize route (a hosted API) gets the `approximate_tokens` estimate instead; the
+counter says so in `exact` and logs it once. Counts are cached per text, so fitting a payload
+step by step costs one request per distinct rendering.
 """
 
 from __future__ import annotations
@@ -49,8 +48,8 @@ def _server_root(base_url: str) -> str:
 class ServerTokenCounter:
     """Token counts from the server behind `base_url` (see the module doc).
 
-    The first route that answers is kept for later calls; if none does, every later count is
-    `approximate_tokens` and `exact` is False.
+    If the server does not answer its tokenize route, every later count is `approximate_tokens`
+    and `exact` is False.
     """
 
     def __init__(
@@ -66,28 +65,19 @@ class ServerTokenCounter:
         self.model = model
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
-        self._route: str | None = None
         self.exact = True
         self._cache: dict[str, int] = {}
 
-    def _routes(self) -> list[tuple[str, dict[str, Any]]]:
-        return [
-            ("/tokenize", {"model": self.model, "prompt": "", "content": ""}),
-            ("/extras/tokenize/count", {"model": self.model, "input": ""}),
-        ]
-
-    def _ask(self, route: str, template: dict[str, Any], text: str) -> int | None:
-        body = {k: (text if v == "" else v) for k, v in template.items()}
+    def _ask(self, text: str) -> int | None:
+        # vLLM reads `prompt`, llama.cpp's server `content`.
+        body = {"model": self.model, "prompt": text, "content": text}
         try:
-            reply = self._client.post(self.root + route, json=body)
+            reply = self._client.post(self.root + "/tokenize", json=body)
         except httpx.HTTPError:
             return None
         if reply.status_code != 200:
             return None
-        data = reply.json()
-        if isinstance(data.get("count"), int):
-            return int(data["count"])
-        tokens = data.get("tokens")
+        tokens = reply.json().get("tokens")
         return len(tokens) if isinstance(tokens, list) else None
 
     def __call__(self, text: str) -> int:
@@ -96,14 +86,7 @@ class ServerTokenCounter:
             return self._cache[key]
         count: int | None = None
         if self.exact:
-            routes = self._routes()
-            if self._route is not None:
-                routes = [r for r in routes if r[0] == self._route]
-            for route, template in routes:
-                count = self._ask(route, template, text)
-                if count is not None:
-                    self._route = route
-                    break
+            count = self._ask(text)
             if count is None:
                 self.exact = False
                 logger.warning(

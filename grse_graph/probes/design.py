@@ -189,7 +189,7 @@ def plan_probes(
     requests = [ProbeRequest(question_id=q) for q in kept]
     if design == "leave_one_out":
         # Skill by skill, so that consecutive runs share every agent's prompt prefix (role,
-        # skills): an engine that keeps a few prefixes cached (`slot_routing`) computes each
+        # skills): an engine that keeps a few prefixes cached (`slot_pinning`) computes each
         # once per skill instead of once per question. In question order the demo's probe
         # cycled through six prefixes on four engine slots.
         requests += [ProbeRequest(question_id=q, masked=(ref,)) for ref in skills for q in kept]

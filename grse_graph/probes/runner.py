@@ -22,7 +22,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from grse_graph.jsonl import JsonlStore
-from grse_graph.llm.provider import ChatModelProvider, SamplingSettings, clear_prefix_caches
+from grse_graph.llm.affinity import affinity, question_key
+from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import Task, TaskQuestion
 from grse_graph.team.rollout import Rollout
@@ -166,16 +167,15 @@ class SkillProber:
                 self._finished(found, resumed=True)
                 return found
             async with semaphore:
-                run = await self._execute(
-                    request, run_id, by_id[request.question_id], libraries, replay
-                )
+                with affinity(question_key(request.question_id)):
+                    run = await self._execute(
+                        request, run_id, by_id[request.question_id], libraries, replay
+                    )
             if self.store is not None:
                 await asyncio.to_thread(self.store.append, run)
             self._finished(run, resumed=False)
             return run
 
-        # Greedy output depends slightly on the engine's cache history: start from empty caches.
-        await clear_prefix_caches(self.provider)
         full_requests = [r for r in plan.requests if r.is_full]
         full_runs = await asyncio.gather(*(one(r, None) for r in full_requests))
         full_by_question = {run.question_id: run for run in full_runs}

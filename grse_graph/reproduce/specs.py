@@ -84,15 +84,9 @@ def critic_context(ctx: TableContext, actor: Actor) -> int:
 
 def schema_in_prompt(llm: LLMConfig) -> bool:
     """Whether the critic's structured-output method shows the schema in its prompt: all but
-    `json_grammar`, which `auto` is on the embedded llama-cpp-python engine (`RoleSettings`)."""
-    critic = llm.role("critic")
-    if critic.structured_method == "auto" and critic.embedded:
-        engine = llm.engine
-        return not (
-            engine.engine == "llama-cpp-python"
-            or (engine.engine == "auto" and engine.llama_server_path is None)
-        )
-    return critic.structured_method != "json_grammar"
+    `json_grammar` (`auto` is `json_schema` on the embedded engine, `function_calling` on a
+    remote one, both with the schema in the request)."""
+    return llm.role("critic").structured_method != "json_grammar"
 
 
 def critic_instructions(actor: Actor, structured: bool) -> int:

@@ -144,7 +144,9 @@ def _bind(
     model: BaseChatModel, turn: AgentTurnInput, offered: list[BaseTool], *, first_call: bool
 ) -> Any:
     if turn.force_first_tool and first_call and turn.task_tools:
-        return model.bind_tools(offered, tool_choice=turn.task_tools[0].name)
+        # The first task tool alone, with a call required: llama.cpp's server honours
+        # "required" but not a named function (it answered in prose), OpenAI and vLLM both.
+        return model.bind_tools([turn.task_tools[0]], tool_choice="required")
     return model.bind_tools(offered)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from grse_graph.llm import LLMConfig, ModelRoles, UsageLedger
 from grse_graph.llm.accounting import PromptEvalStats, UsageReport
-from grse_graph.llm.engine_slots import EngineSlots
+from grse_graph.llm.engine import LocalEngine
 from grse_graph.methods.registry import create_method
 from grse_graph.tasks.base import Task
 from grse_graph.tasks.registry import load_task
@@ -33,20 +33,20 @@ class Endpoints:
 
     roles: ModelRoles
     ledger: UsageLedger
-    engines: dict[str, EngineSlots]
+    engines: dict[str, LocalEngine]
 
     @property
-    def engine(self) -> EngineSlots | None:
+    def engine(self) -> LocalEngine | None:
         """The first embedded engine (the actor's when it is embedded), or None."""
         return next(iter(self.engines.values()), None)
 
     def prompt_eval_stats(self) -> PromptEvalStats:
-        """The prompt statistics of every embedded engine, summed, with the routing's prefix
-        reloads."""
+        """The prompt statistics of every embedded engine, summed, with the slot pinning's
+        prefix reloads."""
         return engine_stats(self.engines, self.roles)
 
 
-def summed_stats(engines: dict[str, EngineSlots]) -> PromptEvalStats:
+def summed_stats(engines: dict[str, LocalEngine]) -> PromptEvalStats:
     """The prompt statistics of the engines, summed."""
     total = PromptEvalStats()
     for engine in engines.values():
@@ -54,8 +54,8 @@ def summed_stats(engines: dict[str, EngineSlots]) -> PromptEvalStats:
     return total
 
 
-def engine_stats(engines: dict[str, EngineSlots], roles: ModelRoles) -> PromptEvalStats:
-    """The engines' prompt statistics, summed, with the routing's prefix reloads."""
+def engine_stats(engines: dict[str, LocalEngine], roles: ModelRoles) -> PromptEvalStats:
+    """The engines' prompt statistics, summed, with the slot pinning's prefix reloads."""
     return summed_stats(engines).model_copy(update={"prefix_reloads": roles.prefix_reloads()})
 
 
@@ -76,13 +76,13 @@ def open_endpoints(llm: LLMConfig, engine_log: Path | None = None) -> Iterator[E
     """
     ledger = UsageLedger()
     with contextlib.ExitStack() as stack:
-        engines: dict[str, EngineSlots] = {}
+        engines: dict[str, LocalEngine] = {}
         for index, model in enumerate(llm.embedded_models()):
             settings = llm.engine.model_copy(update={"model": model})
             log = engine_log_path(engine_log, model, first=index == 0)
-            engines[model] = stack.enter_context(EngineSlots(settings, log_path=log))
+            engines[model] = stack.enter_context(LocalEngine(settings, log_path=log))
         urls = {model: engine.base_url for model, engine in engines.items()}
-        slots = {engine.base_url: engine.slot_urls for engine in engines.values()}
+        slots = {engine.base_url: engine.slots for engine in engines.values()}
         roles = stack.enter_context(
             ModelRoles(llm, ledger, engine_url=urls or None, engine_slots=slots)
         )

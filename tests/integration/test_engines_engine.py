@@ -1,9 +1,6 @@
-"""Every engine the project can start, with the small model: chat, structured output, a tool
-call, ``n`` samples, prefix reuse from the engine's own report, and no engine left behind when
-the parent process is killed.
-
-llama-server runs only when `grse engine build` (or a configured path / PATH) provides it;
-otherwise its tests skip with the reason.
+"""The embedded engine (xllamacpp) with the small model: chat, structured output, a tool call,
+``n`` samples, prefix reuse from the server's own report, repeatable greedy answers through the
+slot pinning, and no engine left behind when the parent process is killed.
 """
 
 from __future__ import annotations
@@ -21,10 +18,9 @@ import httpx
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from grse_graph.errors import EngineError
 from grse_graph.llm.accounting import UsageLedger
-from grse_graph.llm.config import EngineSettings, StructuredMethod, default_cache_dir, load_config
-from grse_graph.llm.engine import ConcreteEngine, LocalEngine, choose_engine, honours_n
+from grse_graph.llm.config import EngineSettings, default_cache_dir, load_config
+from grse_graph.llm.engine import LocalEngine
 from grse_graph.llm.roles import ModelRoles
 from grse_graph.llm.structured import structured_call
 from grse_graph.team.agent import AgentTurnInput, run_agent_turn
@@ -32,41 +28,20 @@ from tests.integration.engine_support import City, alive, get_weather, long_pref
 
 pytestmark = pytest.mark.engine
 
-ENGINES: list[ConcreteEngine] = ["llama-cpp-python", "llama-server"]
-NOT_BUILT = "llama-server not built: run grse engine build"
 SAMPLES = 4
-# The schema-enforcing structured method of each engine (llama-cpp-python rejects json_schema;
-# a small model cannot be relied on for the schema-in-prompt default).
-ENFORCED_METHOD: dict[ConcreteEngine, StructuredMethod] = {
-    "llama-cpp-python": "function_calling",
-    "llama-server": "json_schema",
-}
-# SmolLM2's chat template has no tools: on llama-server (--jinja) it answers in prose, so the
-# tool call runs on the default model (Qwen2.5-Coder, whose template has tool calls) there.
-TOOL_MODEL: dict[ConcreteEngine, str] = {"llama-cpp-python": "small", "llama-server": "default"}
 
 
-def _settings(engine: ConcreteEngine, model: str = "small") -> EngineSettings:
-    settings = EngineSettings(
-        model=model, engine=engine, n_ctx=4096, threads=2, cache_dir=default_cache_dir()
+def _settings(model: str = "small") -> EngineSettings:
+    return EngineSettings(
+        model=model, engine="xllamacpp", n_ctx=4096, threads=2, cache_dir=default_cache_dir()
     )
-    try:
-        choose_engine(settings)
-    except EngineError as error:
-        if engine == "llama-server":
-            pytest.skip(NOT_BUILT)
-        pytest.fail(f"cannot choose {engine}: {error}", pytrace=False)
-    return settings
 
 
-@pytest.fixture(scope="module", params=ENGINES)
-def engine(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LocalEngine]:
-    """One running engine per parameter (pytest stops one before starting the next)."""
-    settings = _settings(request.param)
-    log = tmp_path_factory.mktemp(f"engine-{request.param}") / "engine.log"
-    with LocalEngine(settings, log_path=log) as running:
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEngine]:
+    log = tmp_path_factory.mktemp("engine") / "engine.log"
+    with LocalEngine(_settings(), log_path=log) as running:
+        assert running.engine_name == "xllamacpp"
         yield running
 
 
@@ -87,7 +62,7 @@ def test_chat_completion(engine: LocalEngine) -> None:
 
 
 def test_structured_output_into_a_pydantic_model(engine: LocalEngine) -> None:
-    roles = _roles(engine, {"critic.structured_method": ENFORCED_METHOD[engine.engine_name]})
+    roles = _roles(engine, {"critic.structured_method": "json_schema"})
     city = structured_call(
         roles.chat("critic", max_tokens=64),
         City,
@@ -97,11 +72,10 @@ def test_structured_output_into_a_pydantic_model(engine: LocalEngine) -> None:
     assert city.name.strip() and city.country.strip()
 
 
-@pytest.mark.parametrize("name", ENGINES)
-def test_tool_call(name: ConcreteEngine, tmp_path: Path) -> None:
-    # Through the agent loop, as a team runs it: on llama-server the Qwen2.5-Coder model often
-    # writes the call as JSON text, which the role's client reads back (`llm.text_tool_calls`).
-    settings = _settings(name, TOOL_MODEL[name])
+def test_tool_call(tmp_path: Path) -> None:
+    # Through the agent loop, as a team runs it. SmolLM2's chat template has no tools, so the
+    # call runs on the default model (Qwen2.5-Coder), which often writes the call as JSON text
+    # that the role's client reads back (`llm.text_tool_calls`).
     turn = AgentTurnInput(
         index=0,
         agent="forecaster",
@@ -110,17 +84,17 @@ def test_tool_call(name: ConcreteEngine, tmp_path: Path) -> None:
         task_tools=(get_weather,),
         max_tool_calls=1,
     )
-    with LocalEngine(settings, log_path=tmp_path / "engine.log") as engine:
-        model = _roles(engine, {"engine.engine": name}).chat("actor", max_tokens=64)
+    with LocalEngine(_settings("default"), log_path=tmp_path / "engine.log") as engine:
+        model = _roles(engine).chat("actor", max_tokens=64)
         step = asyncio.run(run_agent_turn(model, turn))
-    assert step.tool_calls, f"no tool call on {name}: {step.output!r}"
+    assert step.tool_calls, f"no tool call: {step.output!r}"
     call = step.tool_calls[0]
     assert call.name == "get_weather" and call.error is None
     assert isinstance(call.arguments.get("city"), str)
     assert call.result == f"sunny in {call.arguments['city']}"
 
 
-def test_n_samples_where_the_engine_honours_n(engine: LocalEngine) -> None:
+def test_n_samples_share_one_request(engine: LocalEngine) -> None:
     body = {
         "model": engine.model_alias,
         "messages": [{"role": "user", "content": "Invent a name for a new colour."}],
@@ -131,16 +105,12 @@ def test_n_samples_where_the_engine_honours_n(engine: LocalEngine) -> None:
     reply = httpx.post(f"{engine.base_url}/chat/completions", json=body, timeout=300)
     reply.raise_for_status()
     choices = [choice["message"]["content"] for choice in reply.json()["choices"]]
-    if honours_n(engine.engine_name):
-        assert len(choices) == SAMPLES
-        assert len(set(choices)) == SAMPLES, f"samples not distinct: {choices}"
-    else:
-        assert len(choices) == 1, "llama-cpp-python is documented to ignore n"
+    assert len(choices) == SAMPLES
+    assert len(set(choices)) == SAMPLES, f"samples not distinct: {choices}"
 
 
 def test_prefix_reuse_from_the_engines_own_report(engine: LocalEngine) -> None:
-    """Reuse read from the engine's log (both engines) and, on llama-server, from its usage
-    block and its /metrics counter as well."""
+    """Reuse read from the engine's log, its usage block and its /metrics counter."""
     roles = _roles(engine)
     model = roles.chat("actor", max_tokens=4)
     prefix = long_prefix("harbour")
@@ -156,16 +126,54 @@ def test_prefix_reuse_from_the_engines_own_report(engine: LocalEngine) -> None:
     assert first.evaluated_prompt_tokens > 900
     assert second.reused_prompt_tokens > 900
     assert second.evaluated_prompt_tokens < first.evaluated_prompt_tokens // 10
-    if engine.engine_name == "llama-server":
-        # llama-server also reports it in the usage block, which the ledger records.
-        cached = roles.ledger.report().role("actor").cached_prompt_tokens - cached_before
-        assert cached == second.reused_prompt_tokens
-        metrics = httpx.get(engine.base_url.removesuffix("/v1") + "/metrics", timeout=10).text
-        counter = next(
-            line for line in metrics.splitlines()
-            if line.startswith("llamacpp:prompt_tokens_cached_total ")
-        )  # fmt: skip
-        assert float(counter.split()[1]) == after.reused_prompt_tokens
+    cached = roles.ledger.report().role("actor").cached_prompt_tokens - cached_before
+    assert cached == second.reused_prompt_tokens
+    metrics = httpx.get(engine.base_url.removesuffix("/v1") + "/metrics", timeout=10).text
+    counter = next(
+        line for line in metrics.splitlines()
+        if line.startswith("llamacpp:prompt_tokens_cached_total ")
+    )  # fmt: skip
+    assert float(counter.split()[1]) == after.reused_prompt_tokens
+
+
+def test_a_pinned_greedy_request_answers_the_same_after_any_history(engine: LocalEngine) -> None:
+    """Through the slot pinning (as sessions use the engine): the same greedy question answers
+    the same alone, after other questions on its prefix, after other prefixes took the slots,
+    and beside concurrent requests."""
+    roles = ModelRoles(
+        load_config(env={}),
+        UsageLedger(),
+        engine_url=engine.base_url,
+        engine_slots={engine.base_url: 2},
+    )
+    model = roles.chat("actor", max_tokens=48)
+    prefix = long_prefix("harbour")
+
+    def ask(system: str, question: str) -> str:
+        reply = model.invoke([SystemMessage(content=system), HumanMessage(content=question)])
+        return str(reply.content)
+
+    question = "Which rooms hold items 3 and 9, and what are they?"
+    answers = [ask(prefix, question)]
+    ask(prefix, "Which room holds item 12?")
+    answers.append(ask(prefix, question))
+    ask(long_prefix("station"), "Which room holds item 1?")
+    ask(long_prefix("airport"), "Which room holds item 2?")
+    answers.append(ask(prefix, question))
+
+    async def beside_others() -> list[str]:
+        replies = await asyncio.gather(
+            model.ainvoke([SystemMessage(content=prefix), HumanMessage(content=question)]),
+            model.ainvoke(
+                [SystemMessage(content=long_prefix("market")), HumanMessage(content="Item 5?")]
+            ),
+            model.ainvoke([SystemMessage(content=prefix), HumanMessage(content="Item 8?")]),
+        )
+        return [str(replies[0].content)]
+
+    answers += asyncio.run(beside_others())
+    assert len(set(answers)) == 1, answers
+    assert answers[0].strip()
 
 
 _CHILD = """
@@ -179,9 +187,9 @@ time.sleep(600)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
-@pytest.mark.parametrize("name", ENGINES)
-def test_killed_parent_leaves_no_engine(name: ConcreteEngine) -> None:
-    settings = _settings(name).model_copy(update={"threads": 1, "n_ctx": 1024, "n_parallel": 1})
+def test_killed_parent_leaves_no_engine() -> None:
+    name = "xllamacpp"
+    settings = _settings().model_copy(update={"threads": 1, "n_ctx": 1024, "n_parallel": 1})
     parent = subprocess.Popen(
         [sys.executable, "-c", _CHILD, settings.model_dump_json()],
         stdout=subprocess.PIPE,

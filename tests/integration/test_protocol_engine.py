@@ -1,5 +1,7 @@
-"""The paper's LoCoMo protocol on the embedded small-model engine (slow; `-m engine`):
-`grse eval --category temporal` and `grse baseline --category temporal` on the real data."""
+"""The paper's LoCoMo protocol on the embedded engine (slow; `-m engine`): `grse eval
+--category temporal` (the default model: SmolLM2's chat template has no tools, so the server
+cannot force its grep call) and `grse baseline --category temporal` (the small model) on the
+real data."""
 
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ pytestmark = [pytest.mark.engine, pytest.mark.shared_data]
 TEST_MAX_TOKENS = 96
 
 
-def roles_toml(path: Path, engine_url: str) -> Path:
-    path.write_text(f'[actor]\nbase_url = "{engine_url}"\nmax_tokens = {TEST_MAX_TOKENS}\n')
+def roles_toml(path: Path, engine_url: str | None) -> Path:
+    where = f'base_url = "{engine_url}"\n' if engine_url else ""
+    path.write_text(f"[actor]\n{where}max_tokens = {TEST_MAX_TOKENS}\n")
     return path
 
 
@@ -25,14 +28,12 @@ def predictions(out: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
 
 
-def test_eval_temporal_category_with_the_papers_team(
-    small_engine_url: str, shared_data_dir: Path, tmp_path: Path
-) -> None:
+def test_eval_temporal_category_with_the_papers_team(shared_data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "eval"
     data = shared_data_dir / "locomo" / "locomo10.json"
-    config = roles_toml(tmp_path / "roles.toml", small_engine_url)
+    config = roles_toml(tmp_path / "roles.toml", None)
     args = ["eval", "--task", "locomo", "--data", str(data), "--category", "temporal"]
-    args += ["--limit", "2", "--config", str(config), "--out", str(out)]
+    args += ["--limit", "2", "--config", str(config), "--out", str(out), "--model", "default"]
     build_app()(args, standalone_mode=False)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["questions"] == 2

@@ -11,6 +11,7 @@ from typing import Any
 from langgraph.types import Send
 
 from grse_graph.errors import GrseError, ModelRequestRefused, StructuredOutputError
+from grse_graph.llm.affinity import affinity, question_key
 from grse_graph.methods.base import CreditInputs, CreditUnit, QuestionRollouts
 
 from ..context import TrainingContext
@@ -91,7 +92,9 @@ class CreditStage:
                 task=ctx.task,
             )
             try:
-                record = await ctx.method.credit(unit, inputs)
+                # The critic reads the group's rollouts: sent where they ran (a router's key).
+                with affinity(question_key(unit.question_id)):
+                    record = await ctx.method.credit(unit, inputs)
             except CREDIT_FAILURES as failure:
                 # A model that cannot fill the schema even after its repair round, or whose
                 # request the server refuses (for example a prompt beyond its context), costs

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
@@ -13,6 +12,7 @@ from langgraph.types import Send
 from pydantic import BaseModel
 
 from grse_graph.jsonl import JsonlStore
+from grse_graph.llm.affinity import keyed_context, question_key
 from grse_graph.llm.provider import SamplingSettings
 from grse_graph.team import PresampledReply, run_rollout, sample_openings
 from grse_graph.team.rollout import Rollout
@@ -30,15 +30,16 @@ RecordT = TypeVar("RecordT", bound=BaseModel)
 logger = logging.getLogger(__name__)
 
 
-async def isolated(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Await a team execution outside the training graph's run context.
+async def isolated(coroutine: Coroutine[Any, Any, T], question_id: str) -> T:
+    """Await a team execution about `question_id` outside the training graph's run context,
+    its requests carrying the question's affinity key (`grse_graph.llm.affinity`).
 
     Inside a node, a nested graph inherits the training checkpointer and checkpoints every
     team step as a subgraph: hundreds of kilobytes per rollout and pickled task objects in the
     checkpoint database. The run folder already keys each finished rollout, so the team runs
     as its own root run (its metadata names the iteration, question and rollout).
     """
-    return await asyncio.create_task(coroutine, context=contextvars.Context())
+    return await asyncio.create_task(coroutine, context=keyed_context(question_key(question_id)))
 
 
 def team_seed(base: int, unit_id: str) -> int:
@@ -125,7 +126,8 @@ async def execute(
                     max_tokens=ctx.config.actor_max_tokens,
                     opening=opening,
                     parent=parent,
-                )
+                ),
+                question_id,
             )
         except EXECUTION_ERRORS as error:
             if attempt < attempts:
@@ -202,7 +204,8 @@ class RolloutStage:
                 metadata={"iteration": unit["iteration"], "stage": "rollouts"},
                 max_tokens=cfg.actor_max_tokens,
                 parent=parent,
-            )
+            ),
+            unit["question_id"],
         )
         return OpeningRecord(
             iteration=unit["iteration"],

@@ -21,7 +21,7 @@ from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import TaskQuestion
 from grse_graph.team import AgentSpec, TeamSpec
 from grse_graph.team.rollout import Rollout
-from tests.fakes import ClearingProvider, FakeProvider, ScriptedChatModel
+from tests.fakes import FakeProvider, ScriptedChatModel
 from tests.unit.team.team_fakes import FakeTask, question
 
 
@@ -192,17 +192,6 @@ class _RenamedSplit(FakeTask):
 
     def split(self, name: str) -> list[TaskQuestion]:
         return list(super().split("test"))
-
-
-def test_prefix_caches_are_cleared_before_the_first_pending_question(tmp_path: Path) -> None:
-    task = make_task()
-    provider = ClearingProvider()
-    answerer = FakeAnswerer(task, ANSWERS)
-    asyncio.run(run_evaluation(task, "test", answerer, provider, tmp_path, progress=False))
-    assert provider.cleared_after == [0]
-    # Nothing left to answer: nothing to clear for.
-    asyncio.run(run_evaluation(task, "test", answerer, provider, tmp_path, progress=False))
-    assert provider.cleared_after == [0]
 
 
 def test_concurrency_is_bounded(tmp_path: Path) -> None:

@@ -1,14 +1,11 @@
-"""``structured_method = "auto"`` resolves by engine: json_grammar on embedded llama-cpp-python,
-json_schema on an embedded llama-server, function calling on a remote endpoint."""
+"""``structured_method = "auto"`` resolves by engine: json_schema on the embedded engine
+(xllamacpp or a llama-server binary), function calling on a remote endpoint."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from grse_graph.llm import ModelRoles, UsageLedger, load_config
-from grse_graph.llm.engine import llama_cpp_python_available
 from grse_graph.llm.structured import structured_method
 
 
@@ -18,11 +15,10 @@ def _roles(overrides: dict[str, object]) -> ModelRoles:
     )
 
 
-@pytest.mark.skipif(not llama_cpp_python_available(), reason="llama-cpp-python not installed")
-def test_embedded_llama_cpp_python_gets_the_grammar_without_the_schema_in_the_prompt() -> None:
-    roles = _roles({"engine.engine": "llama-cpp-python"})
-    assert roles.structured_method("critic") == "json_grammar"
-    assert structured_method(roles.chat("critic")) == "json_grammar"
+def test_embedded_xllamacpp_gets_json_schema() -> None:
+    roles = _roles({"engine.engine": "xllamacpp"})
+    assert roles.structured_method("critic") == "json_schema"
+    assert structured_method(roles.chat("critic")) == "json_schema"
 
 
 def test_embedded_llama_server_gets_json_schema(tmp_path: Path) -> None:
@@ -36,7 +32,6 @@ def test_embedded_llama_server_gets_json_schema(tmp_path: Path) -> None:
 def test_a_remote_role_keeps_function_calling_and_a_setting_wins() -> None:
     roles = _roles(
         {
-            "engine.engine": "llama-cpp-python",
             "critic.base_url": "http://gpu:8000/v1",
             "optimizer.structured_method": "json_prompt",
         }

@@ -1,23 +1,25 @@
-"""Where llama-server comes from (configured path > cache build > PATH), build on first use,
-and the start flags of both engines (no process is started)."""
+"""Which engine starts (a configured llama-server binary > xllamacpp > llama-server on PATH),
+the same flags for both, and the server log's counts (no process is started)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import socket
 from pathlib import Path
 
 import pytest
 
 from grse_graph.errors import EngineError
-from grse_graph.llm.config import EngineSettings, load_config
+from grse_graph.llm.config import EngineSettings
 from grse_graph.llm.engine import (
     EngineChoice,
     build_engine_command,
     choose_engine,
-    ensure_engine,
-    find_llama_server,
+    free_port,
     parse_prompt_eval_stats,
+    server_launch,
 )
+from grse_graph.llm.xllamacpp_server import ServerLaunch
 
 ON_PATH = "/usr/local/bin/llama-server"
 
@@ -41,159 +43,72 @@ def _executable(tmp_path: Path, name: str) -> Path:
     return binary
 
 
-def _cache_with(binary: Path | None) -> Callable[[Path], Path | None]:
-    return lambda cache_dir: binary
-
-
-def test_cache_build_wins_over_path(tmp_path: Path) -> None:
-    cached = _executable(tmp_path, "cached-llama-server")
-    found = find_llama_server(_settings(tmp_path), _path_has_server, _cache_with(cached))
-    assert found == str(cached)
-
-
-def test_configured_path_wins_over_cache(tmp_path: Path) -> None:
-    configured = _executable(tmp_path, "configured")
-    cached = _executable(tmp_path, "cached")
-    settings = _settings(tmp_path, llama_server_path=configured)
-    assert find_llama_server(settings, _path_has_server, _cache_with(cached)) == str(configured)
-
-
-def test_path_is_the_last_resort(tmp_path: Path) -> None:
-    assert find_llama_server(_settings(tmp_path), _path_has_server, _cache_with(None)) == ON_PATH
-    assert find_llama_server(_settings(tmp_path), _nothing_on_path, _cache_with(None)) is None
-
-
-def test_the_cache_is_looked_up_in_the_configured_cache_dir(tmp_path: Path) -> None:
-    asked: list[Path] = []
-
-    def built(cache_dir: Path) -> Path | None:
-        asked.append(cache_dir)
-        return None
-
-    find_llama_server(_settings(tmp_path / "c"), _nothing_on_path, built)
-    assert asked == [tmp_path / "c"]
-
-
-def test_auto_uses_the_cached_build_only_without_llama_cpp_python(tmp_path: Path) -> None:
-    cached = _executable(tmp_path, "cached")
-    with_python = choose_engine(
-        _settings(tmp_path),
-        which=_nothing_on_path,
-        python_available=lambda: True,
-        built=_cache_with(cached),
-    )
-    assert with_python.name == "llama-cpp-python"
-    without = choose_engine(
-        _settings(tmp_path),
-        which=_nothing_on_path,
-        python_available=lambda: False,
-        built=_cache_with(cached),
-    )
-    assert without == EngineChoice("llama-server", str(cached))
-
-
-def test_auto_with_a_configured_llama_server_runs_it(tmp_path: Path) -> None:
-    configured = _executable(tmp_path, "configured")
+def test_auto_runs_xllamacpp_even_with_llama_server_on_path(tmp_path: Path) -> None:
     choice = choose_engine(
-        _settings(tmp_path, llama_server_path=configured),
-        which=_nothing_on_path,
-        python_available=lambda: True,
-        built=_cache_with(None),
+        _settings(tmp_path), which=_path_has_server, xllamacpp_found=lambda: True
     )
-    assert choice == EngineChoice("llama-server", str(configured))
-    with pytest.raises(EngineError, match="no executable llama-server"):
+    assert choice.name == "xllamacpp"
+
+
+def test_a_configured_llama_server_wins_over_xllamacpp(tmp_path: Path) -> None:
+    binary = _executable(tmp_path, "llama-server")
+    settings = _settings(tmp_path, llama_server_path=binary)
+    choice = choose_engine(settings, which=_nothing_on_path, xllamacpp_found=lambda: True)
+    assert choice == EngineChoice("llama-server", str(binary))
+
+
+def test_auto_without_xllamacpp_takes_llama_server_from_path(tmp_path: Path) -> None:
+    choice = choose_engine(
+        _settings(tmp_path), which=_path_has_server, xllamacpp_found=lambda: False
+    )
+    assert choice == EngineChoice("llama-server", ON_PATH)
+
+
+def test_missing_engines_are_one_line_errors_naming_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(EngineError, match=r"grse-graph\[local\]"):
+        choose_engine(_settings(tmp_path), which=_nothing_on_path, xllamacpp_found=lambda: False)
+    with pytest.raises(EngineError, match="no executable llama-server found"):
+        choose_engine(
+            _settings(tmp_path, engine="llama-server"),
+            which=_nothing_on_path,
+            xllamacpp_found=lambda: True,
+        )
+    with pytest.raises(EngineError, match="no executable llama-server found"):
         choose_engine(
             _settings(tmp_path, llama_server_path=tmp_path / "missing"),
-            which=_nothing_on_path,
-            python_available=lambda: True,
-            built=_cache_with(None),
+            which=_path_has_server,
+            xllamacpp_found=lambda: True,
         )
 
 
-def test_requested_llama_server_missing_points_to_the_build(tmp_path: Path) -> None:
-    with pytest.raises(EngineError, match="run grse engine build"):
-        choose_engine(
-            _settings(tmp_path, engine="llama-server"),
-            which=_nothing_on_path,
-            built=_cache_with(None),
-        )
-
-
-class FakeBuild:
-    def __init__(self, binary: Path) -> None:
-        self.binary = binary
-        self.calls: list[Path] = []
-
-    def __call__(self, cache_dir: Path, progress: Callable[[str], None]) -> Path:
-        self.calls.append(cache_dir)
-        progress("building")
-        return self.binary
-
-
-def test_build_if_missing_builds_once_when_asked(tmp_path: Path) -> None:
-    build = FakeBuild(tmp_path / "new-llama-server")
-    lines: list[str] = []
-    settings = _settings(tmp_path, engine="llama-server", build_if_missing=True)
-    choice = ensure_engine(
-        settings, lines.append, which=_nothing_on_path, built=_cache_with(None), build=build
-    )
-    assert choice == EngineChoice("llama-server", str(tmp_path / "new-llama-server"))
-    assert build.calls == [tmp_path] and lines == ["building"]
-
-
-def test_no_build_when_found_or_not_asked(tmp_path: Path) -> None:
-    build = FakeBuild(tmp_path / "never")
-    cached = _executable(tmp_path, "cached")
-    found = ensure_engine(
-        _settings(tmp_path, engine="llama-server", build_if_missing=True),
-        print,
-        which=_nothing_on_path,
-        built=_cache_with(cached),
-        build=build,
-    )
-    assert found.executable == str(cached)
-    with pytest.raises(EngineError, match="run grse engine build"):
-        ensure_engine(
-            _settings(tmp_path, engine="llama-server"),
-            print,
-            which=_nothing_on_path,
-            built=_cache_with(None),
-            build=build,
-        )
-    # auto never builds: a new user does not pay for a build that is not asked for.
-    auto = _settings(tmp_path, build_if_missing=True)
-    with pytest.raises(EngineError, match="no local engine"):
-        choose_engine(auto, which=_nothing_on_path, python_available=lambda: False,
-                      built=_cache_with(None))  # fmt: skip
-    assert build.calls == []
-
-
-def test_build_if_missing_with_a_bad_configured_path_is_an_error(tmp_path: Path) -> None:
-    settings = _settings(
-        tmp_path, engine="llama-server", build_if_missing=True, llama_server_path=tmp_path / "no"
-    )
-    with pytest.raises(EngineError, match="is not an executable file"):
-        ensure_engine(settings, print, which=_nothing_on_path, built=_cache_with(None),
-                      build=FakeBuild(tmp_path / "x"))  # fmt: skip
-
-
-def test_engine_settings_come_through_the_config_path(tmp_path: Path) -> None:
-    config = load_config(env={"GRSE_ENGINE_BUILD_IF_MISSING": "true"})
-    assert config.engine.build_if_missing is True
-    assert EngineSettings().build_if_missing is False
-
-
-def test_llama_server_flags_unified_kv_slots_and_prompt_cache(tmp_path: Path) -> None:
+def _launch(tmp_path: Path) -> ServerLaunch:
     settings = _settings(tmp_path, n_ctx=2048, n_parallel=4, threads=2)
+    return server_launch(Path("/m.gguf"), settings, 7777)
+
+
+def test_llama_server_flags_a_kv_stream_per_slot_and_no_host_memory_cache(tmp_path: Path) -> None:
     command = build_engine_command(
-        EngineChoice("llama-server", "/bin/llama-server"), Path("/m.gguf"), settings, 7777
+        EngineChoice("llama-server", "/bin/llama-server"), _launch(tmp_path)
     )
     joined = " ".join(command)
-    for flag in ("--kv-unified", "--cache-prompt", "--jinja", "--metrics", "--no-webui"):
+    for flag in ("--cache-prompt", "--jinja", "--metrics", "--no-webui"):
         assert flag in command
-    assert "--parallel 4" in joined and "--ctx-size 8192" in joined
-    assert "--kv-unified-per-slot 2048" in joined
-    assert "--threads 2 --threads-batch 2" in joined
+    assert "--kv-unified" not in command
+    assert "--parallel 4" in joined and "--ctx-size 8192" in joined and "--cache-ram 0" in joined
+    assert "--threads 2 --threads-batch 2" in joined and "--flash-attn off" in joined
+
+
+def test_xllamacpp_runs_the_same_launch_in_a_child_python(tmp_path: Path) -> None:
+    launch = _launch(tmp_path)
+    command = build_engine_command(EngineChoice("xllamacpp", "/usr/bin/python3"), launch)
+    assert command[:3] == ["/usr/bin/python3", "-m", "grse_graph.llm.xllamacpp_server"]
+    assert ServerLaunch.model_validate(json.loads(command[3])) == launch
+
+
+def test_free_port_is_bindable() -> None:
+    port = free_port("127.0.0.1")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", port))
 
 
 # Lines of a real llama-server log (the built 0.3.36 binary, small model; timestamps and

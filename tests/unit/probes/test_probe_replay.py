@@ -22,7 +22,7 @@ from grse_graph.team import AgentSpec, TeamSpec, default_team, run_rollout
 from grse_graph.team.agent import AgentTurnInput
 from grse_graph.team.graph import reusable_step
 from grse_graph.team.rollout import Rollout, Step, ToolCallRecord
-from tests.fakes import ClearingProvider, FakeProvider, tool_call_message
+from tests.fakes import FakeProvider, tool_call_message
 from tests.unit.probes.test_audit_report import MarkerModel, MarkerTask, marker_library
 
 GREEDY = SamplingSettings.greedy()
@@ -246,14 +246,6 @@ def test_a_second_probe_with_the_same_store_makes_no_model_call(tmp_path: Path) 
     assert again.effects == first.effects
     # The step counts cover every run of the probe, resumed ones included.
     assert (again.model_steps, again.reused_steps) == (first.model_steps, first.reused_steps)
-
-
-def test_the_prober_clears_the_engines_prefix_caches_before_its_first_run() -> None:
-    provider = ClearingProvider(models={"actor": CountingModel()})
-    prober = SkillProber(PROBE_TASK, PROBE_TEAM, provider, ProbeSettings(budget=120))
-    asyncio.run(prober.run(PROBE_TASK.split("validation")))
-    assert provider.cleared_after == [0]
-    assert len(provider.requests) > 0
 
 
 def test_a_failed_stored_run_is_made_again(tmp_path: Path) -> None:

@@ -210,7 +210,7 @@ def test_forced_first_tool_call_then_free_choice() -> None:
 
     rollout(spec, task, model)
 
-    assert model.tool_choices == ["search", None]
+    assert model.tool_choices == ["required", None]
 
 
 def test_reasoner_sees_tool_results_when_configured() -> None:

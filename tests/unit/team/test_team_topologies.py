@@ -210,7 +210,7 @@ def test_main_agents_first_call_is_forced_to_delegate() -> None:
 
     run(team("centralized"), task, model)
 
-    assert model.tool_choices[0] == "ask_retriever"
+    assert model.tool_choices[0] == "required"
     assert model.offered[0] == ["ask_retriever"]
 
 

@@ -1,16 +1,14 @@
-"""The tool transcript: native tool messages, or (llama-cpp-python's chatml-function-calling)
-tool results as user messages and text answers from a tool-free call."""
+"""The tool transcript: native tool messages, or (for a server whose template drops tool
+messages) tool results as user messages and text answers from a tool-free call."""
 
 from __future__ import annotations
 
 import asyncio
 
-import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 
 from grse_graph.llm import ModelRoles, UsageLedger, load_config
-from grse_graph.llm.engine import llama_cpp_python_available
 from grse_graph.llm.tool_transcript import TOOL_TRANSCRIPT_KEY, tool_transcript
 from grse_graph.team.agent import AgentTurnInput, run_agent_turn
 from tests.fakes import ScriptedChatModel
@@ -57,39 +55,18 @@ def test_text_transcript_sends_results_as_user_text_and_asks_for_the_answer_with
     assert model.calls[2] == model.calls[1]
 
 
-@pytest.mark.parametrize(
-    ("engine", "chat_format", "base_url", "expected"),
-    [
-        # Without llama-cpp-python installed no such engine can start: native.
-        (
-            "llama-cpp-python",
-            "chatml-function-calling",
-            None,
-            "text" if llama_cpp_python_available() else "native",
-        ),
-        ("llama-cpp-python", "chatml", None, "native"),
-        ("llama-cpp-python", "chatml-function-calling", "http://gpu:8000/v1", "native"),
-    ],
-)
-def test_auto_resolves_by_engine_and_chat_format(
-    engine: str, chat_format: str, base_url: str | None, expected: str
-) -> None:
-    overrides: dict[str, object] = {"engine.engine": engine, "engine.chat_format": chat_format}
-    if base_url:
-        overrides["actor.base_url"] = base_url
-    roles = ModelRoles(
-        load_config(env={}, overrides=overrides),
-        UsageLedger(),
-        engine_url="http://127.0.0.1:9/v1",
-    )
-    assert roles.tool_transcript("actor") == expected
-    assert tool_transcript(roles.chat("actor")) == expected
+def test_auto_is_native_on_the_embedded_engine_and_a_remote_one() -> None:
+    for overrides in ({}, {"actor.base_url": "http://gpu:8000/v1"}):
+        roles = ModelRoles(
+            load_config(env={}, overrides=overrides),
+            UsageLedger(),
+            engine_url="http://127.0.0.1:9/v1",
+        )
+        assert roles.tool_transcript("actor") == "native"
+        assert tool_transcript(roles.chat("actor")) == "native"
 
 
 def test_a_role_setting_overrides_auto() -> None:
-    config = load_config(
-        env={"GRSE_ACTOR_TOOL_TRANSCRIPT": "native"},
-        overrides={"engine.engine": "llama-cpp-python"},
-    )
+    config = load_config(env={"GRSE_ACTOR_TOOL_TRANSCRIPT": "text"})
     roles = ModelRoles(config, UsageLedger(), engine_url="http://127.0.0.1:9/v1")
-    assert roles.tool_transcript("actor") == "native"
+    assert roles.tool_transcript("actor") == "text"

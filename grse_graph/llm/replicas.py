@@ -1,0 +1,184 @@
+"""Replicas behind vLLM's router (``vllm-router``, the ``serve`` extra): the router command, and
+N embedded engines plus the router on one machine.
+
+The router does the routing, health checks and retries; the package adds only the affinity
+key (`grse_graph.llm.affinity`), which ``--policy consistent_hash`` hashes so each question's
+group, critic, probe runs and evaluation land on one replica's prefix cache. Short health
+checks matter: until the router marks a dead replica unhealthy, the requests it maps there
+fail (measured: with a 1 s interval and one failure, every key answered through the surviving
+replica within about a second).
+
+Behind a router the embedded engine's slot pinning is off (it keeps one server's slot state),
+so answers are not repeatable there; `LocalReplicas.notes` says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from grse_graph.errors import EngineError
+from grse_graph.llm.childproc import child_preparation
+from grse_graph.llm.config import EngineSettings
+from grse_graph.llm.engine import LocalEngine, free_port
+from grse_graph.llm.lifecycle import Started
+
+ROUTER_EXECUTABLE = "vllm-router"
+
+
+class RouterSettings(BaseModel):
+    """The router flags that matter here (every other flag keeps vllm-router's default)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    policy: str = "consistent_hash"
+    health_check_interval_s: int = Field(default=1, ge=1)
+    health_failure_threshold: int = Field(default=1, ge=1)
+    retry_max_retries: int = Field(default=3, ge=0)
+    request_timeout_s: int = Field(default=1800, ge=1)
+
+
+def router_command(
+    worker_urls: Sequence[str],
+    *,
+    host: str,
+    port: int,
+    settings: RouterSettings,
+    executable: str = ROUTER_EXECUTABLE,
+) -> list[str]:
+    """The ``vllm-router`` command over ``worker_urls`` (server roots, without ``/v1``)."""
+    return [
+        executable,
+        "--host", host,
+        "--port", str(port),
+        "--worker-urls", *worker_urls,
+        "--policy", settings.policy,
+        "--health-check-interval-secs", str(settings.health_check_interval_s),
+        "--health-failure-threshold", str(settings.health_failure_threshold),
+        "--retry-max-retries", str(settings.retry_max_retries),
+        "--request-timeout-secs", str(settings.request_timeout_s),
+    ]  # fmt: skip
+
+
+def find_router() -> str:
+    """The router executable, or `EngineError` naming the extra."""
+    found = shutil.which(ROUTER_EXECUTABLE)
+    if found is None:
+        raise EngineError(
+            "vllm-router is not installed: pip install 'grse-graph[serve]' "
+            "(replicas need a router in front of them)"
+        )
+    return found
+
+
+class LocalReplicas(Started):
+    """N embedded engines on loopback, the cores shared among them, behind ``vllm-router``;
+    a context manager. `base_url` is the router's (put it in a role's ``base_url``)."""
+
+    def __init__(
+        self,
+        settings: EngineSettings,
+        replicas: int,
+        *,
+        router: RouterSettings | None = None,
+        log_dir: Path | None = None,
+    ) -> None:
+        if replicas < 1:
+            raise ValueError("replicas must be at least 1")
+        threads = max(1, settings.resolved_threads() // replicas)
+        self.settings = settings.model_copy(update={"threads": threads, "port": 0})
+        self.replicas = replicas
+        self.router = router or RouterSettings()
+        self._log_dir = log_dir or settings.cache_dir / "logs"
+        self.engines: list[LocalEngine] = []
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._port: int | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The router's OpenAI-compatible base URL."""
+        if self._port is None:
+            raise EngineError("the replicas are not started")
+        return f"http://{self.settings.host}:{self._port}/v1"
+
+    @property
+    def worker_urls(self) -> list[str]:
+        """Each replica's server root."""
+        return [engine.base_url.removesuffix("/v1") for engine in self.engines]
+
+    @property
+    def notes(self) -> list[str]:
+        """What a user should know about this setup."""
+        return [
+            f"{self.replicas} replica(s) of {self.settings.threads} thread(s) each, router "
+            f"policy {self.router.policy}",
+            "repeatable answers: off behind the router (slot pinning keeps one server's state)",
+        ]
+
+    def start(self) -> LocalReplicas:
+        """Start the replicas, then the router; wait until the router answers."""
+        executable = find_router()
+        try:
+            self._log_dir.mkdir(parents=True, exist_ok=True)
+            for index in range(self.replicas):
+                log = self._log_dir / f"replica-{index}.log"
+                self.engines.append(LocalEngine(self.settings, log_path=log).start())
+            self._port = free_port(self.settings.host)
+            command = router_command(
+                self.worker_urls,
+                host=self.settings.host,
+                port=self._port,
+                settings=self.router,
+                executable=executable,
+            )
+            self._log = (self._log_dir / "router.log").open("wb")
+            self._process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=child_preparation(os.getpid(), refuse_amx=False),
+            )
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.settings.startup_timeout_s
+        with httpx.Client(timeout=2.0) as client:
+            while time.monotonic() < deadline:
+                assert self._process is not None
+                if self._process.poll() is not None:
+                    raise EngineError(f"vllm-router exited; log {self._log_dir / 'router.log'}")
+                with contextlib.suppress(httpx.HTTPError):
+                    if client.get(f"{self.base_url}/models").status_code == 200:
+                        return
+                time.sleep(0.25)
+        raise EngineError(f"vllm-router did not answer; log {self._log_dir / 'router.log'}")
+
+    def stop(self) -> None:
+        """Stop the router, then every replica. Safe to call twice."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        for engine in self.engines:
+            engine.stop()

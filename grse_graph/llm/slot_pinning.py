@@ -1,0 +1,333 @@
+"""Pin each agent's prompt prefix to one llama.cpp server slot, and keep greedy answers
+repeatable, with ordinary chat requests only.
+
+The embedded engine (llama.cpp's server) keeps ``n_parallel`` slots, each with its own prompt
+cache. A team alternates agents whose fixed prefixes (role, skills, tools) differ, so the
+client names the slot: every chat request carries ``id_slot``, the slot that last served the
+same prefix key (its tools and first message), or the least recently used slot for a new key.
+Each agent's prefix is then computed once per slot instead of once per question.
+
+Repeatable answers (``repeatable=True``): greedy output on llama.cpp depends slightly on which
+part of a prompt came from the cache, since the rest is computed in other batches, and on what
+else shares a batch. So, under one gate that lets one chat request run at a time, each request
+is preceded by its key's priming request (`priming_body`: the tools and first message, then a
+user turn no real message starts with, one token) on the same slot. When the slot last served
+another key, the priming request is computed from scratch (``cache_prompt: false``); otherwise
+it reuses what the first priming computed. The real request then reuses exactly the part it
+shares with the priming prompt, computed the same way every time, and computes the rest alone:
+the same request answers the same whatever the server served before it and at any concurrency
+the caller uses. An ``n`` > 1 request's extra samples run on other slots (llama.cpp's child
+tasks copy the prompt there), so afterwards every other slot counts as unprepared. Without
+``repeatable`` requests are pinned but neither primed nor gated: the server batches them.
+
+The priming requests are engine upkeep and go below the clients' accounting. Everything here
+travels in chat request bodies, so it works against any llama.cpp server (a user's own
+``llama-server``), not only the embedded one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+_GATE_POLL_S = 0.01
+_CHAT_PATH_SUFFIX = "/chat/completions"
+PRIMING_TEXT = "\u2042"
+"""The user text of a priming request: no real message starts with it."""
+
+
+def _chat_payload(body: bytes) -> dict[str, Any] | None:
+    """The JSON of a chat request with messages (None for any other body)."""
+    try:
+        payload = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(payload, dict):
+        return None
+    messages = payload.get("messages")
+    return payload if isinstance(messages, list) and messages else None
+
+
+def prefix_key(payload: dict[str, Any]) -> str:
+    """The key of a chat request's fixed prefix: its tools and first message."""
+    fixed = json.dumps([payload.get("tools"), payload["messages"][0]], sort_keys=True, default=str)
+    return hashlib.sha256(fixed.encode()).hexdigest()
+
+
+def priming_body(payload: dict[str, Any], slot: int, *, from_scratch: bool) -> dict[str, Any]:
+    """The priming request of a chat request's prefix on ``slot``: its model, tools and first
+    message, then `PRIMING_TEXT` as the user's turn, greedy, one token; computed without the
+    slot's cache when ``from_scratch``."""
+    priming: dict[str, Any] = {
+        "model": payload.get("model"),
+        "messages": [payload["messages"][0], {"role": "user", "content": PRIMING_TEXT}],
+        "max_tokens": 1,
+        "temperature": 0.0,
+        "id_slot": slot,
+        "cache_prompt": not from_scratch,
+    }
+    if payload.get("tools"):
+        priming["tools"] = payload["tools"]
+    return priming
+
+
+class SlotAffinity:
+    """Which slot serves a prefix key: the slot that served it last, else the least recently
+    used slot (whose earlier keys then move on). Thread-safe.
+
+    `reloads` counts requests whose key had a slot and lost it to another key: each computes
+    its prefix again. More than a few mean the workload cycles through more prefixes than there
+    are slots (``[engine] n_parallel``)."""
+
+    def __init__(self, slots: int) -> None:
+        if slots < 1:
+            raise ValueError("a server needs at least one slot")
+        self._slot_of: dict[str, int] = {}
+        self._evicted: set[str] = set()
+        self._last_use = [0] * slots
+        self._clock = 0
+        self._lock = threading.Lock()
+        self.reloads = 0
+
+    def slot_for(self, key: str) -> int:
+        """The slot for ``key``."""
+        with self._lock:
+            self._clock += 1
+            slot = self._slot_of.get(key)
+            if slot is None:
+                slot = min(range(len(self._last_use)), key=self._last_use.__getitem__)
+                if key in self._evicted:
+                    self.reloads += 1
+                    self._evicted.discard(key)
+                self._evicted.update(k for k, s in self._slot_of.items() if s == slot)
+                self._slot_of = {k: s for k, s in self._slot_of.items() if s != slot}
+                self._slot_of[key] = slot
+            self._last_use[slot] = self._clock
+            return slot
+
+
+@dataclass(frozen=True)
+class PinnedRequest:
+    """A chat request with its slot named, and what to send before it on that slot."""
+
+    request: httpx.Request
+    slot: int
+    preparation: tuple[httpx.Request, ...]
+    samples: int
+
+
+class SlotPinning:
+    """The slots of one llama.cpp server at ``base_url``: the prefix affinity, the gate and,
+    with ``repeatable``, the key each slot was last primed for."""
+
+    def __init__(self, base_url: str, slots: int, *, repeatable: bool) -> None:
+        self.url = httpx.URL(base_url)
+        self.affinity = SlotAffinity(slots)
+        self.repeatable = repeatable
+        self.gate = threading.BoundedSemaphore(1)
+        self._primed: list[str | None] = [None] * slots
+
+    def pins(self, url: httpx.URL) -> bool:
+        """True when ``url`` is a chat completion on this server."""
+        return (
+            (url.host, url.port) == (self.url.host, self.url.port)
+            and url.path.startswith(self.url.path)
+            and url.path.endswith(_CHAT_PATH_SUFFIX)
+        )
+
+    def pin(self, request: httpx.Request, body: bytes) -> PinnedRequest | None:
+        """``request`` with ``id_slot`` set, and its priming (None: not a chat request)."""
+        payload = _chat_payload(body)
+        if payload is None:
+            return None
+        key = prefix_key(payload)
+        slot = self.affinity.slot_for(key)
+        # The priming request carries the request's headers (a router's affinity key).
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+        pinned = httpx.Request(
+            request.method,
+            request.url,
+            headers=headers,
+            content=json.dumps({**payload, "id_slot": slot}).encode(),
+            extensions=request.extensions,
+        )
+        preparation: tuple[httpx.Request, ...] = ()
+        if self.repeatable:
+            fresh = self._primed[slot] != key
+            priming = json.dumps(priming_body(payload, slot, from_scratch=fresh)).encode()
+            preparation = (httpx.Request("POST", request.url, headers=headers, content=priming),)
+            self._primed[slot] = key
+        return PinnedRequest(pinned, slot, preparation, int(payload.get("n") or 1))
+
+    def answered(self, pinned: PinnedRequest) -> None:
+        """Record what an answered request did to the other slots (see the module)."""
+        if pinned.samples > 1:
+            self._primed = [k if i == pinned.slot else None for i, k in enumerate(self._primed)]
+
+    def failed(self, pinned: PinnedRequest) -> None:
+        """Forget what the slot of a failed request was primed for."""
+        self._primed[pinned.slot] = None
+
+    async def acquire(self) -> None:
+        """Take the gate without blocking the event loop."""
+        while not self.gate.acquire(blocking=False):
+            await asyncio.sleep(_GATE_POLL_S)
+
+
+def _check_prepared(response: httpx.Response, request: httpx.Request) -> None:
+    if response.status_code >= 400:
+        raise httpx.HTTPStatusError(
+            f"priming slot for a repeatable prompt: {request.url.path} answered "
+            f"{response.status_code}",
+            request=request,
+            response=response,
+        )
+
+
+class _ReleaseOnce:
+    def __init__(self, gate: threading.BoundedSemaphore | None) -> None:
+        self._gate = gate
+        self._lock = threading.Lock()
+
+    def __call__(self) -> None:
+        with self._lock:
+            if self._gate is not None:
+                self._gate.release()
+                self._gate = None
+
+
+class _GatedStream(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream, release: _ReleaseOnce) -> None:
+        self._inner = inner
+        self._release = release
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._inner
+        finally:
+            self._release()
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._release()
+
+
+class _AsyncGatedStream(httpx.AsyncByteStream):
+    def __init__(self, inner: httpx.AsyncByteStream, release: _ReleaseOnce) -> None:
+        self._inner = inner
+        self._release = release
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._inner:
+                yield chunk
+        finally:
+            self._release()
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            self._release()
+
+
+def _gated(response: httpx.Response, release: _ReleaseOnce) -> httpx.Response:
+    """``response`` whose body releases the gate once read or closed (at once when the body is
+    already in memory: nothing of the server's is left to wait for)."""
+    if isinstance(response.stream, httpx.ByteStream):
+        release()
+    elif isinstance(response.stream, httpx.AsyncByteStream):
+        response.stream = _AsyncGatedStream(response.stream, release)
+    else:
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        response.stream = _GatedStream(response.stream, release)
+    return response
+
+
+def _pinning_of(pinnings: Sequence[SlotPinning], url: httpx.URL) -> SlotPinning | None:
+    return next((pinning for pinning in pinnings if pinning.pins(url)), None)
+
+
+class SlotPinningTransport(httpx.BaseTransport):
+    """A sync transport that pins the chat completions of each of ``pinnings``' servers (see
+    the module); every other request goes to ``inner`` unchanged."""
+
+    def __init__(self, pinnings: Sequence[SlotPinning], inner: httpx.BaseTransport) -> None:
+        self._pinnings = tuple(pinnings)
+        self._inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        pinning = _pinning_of(self._pinnings, request.url)
+        if pinning is None:
+            return self._inner.handle_request(request)
+        body = request.read()
+        if pinning.repeatable:
+            pinning.gate.acquire()
+        release = _ReleaseOnce(pinning.gate if pinning.repeatable else None)
+        pinned = pinning.pin(request, body)  # under the gate: the slots' primed keys
+        if pinned is None:
+            release()
+            return self._inner.handle_request(request)
+        try:
+            for step in pinned.preparation:
+                primed = self._inner.handle_request(step)
+                primed.read()
+                primed.close()
+                _check_prepared(primed, step)
+            response = self._inner.handle_request(pinned.request)
+            pinning.answered(pinned)
+        except BaseException:
+            pinning.failed(pinned)
+            release()
+            raise
+        return _gated(response, release)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class AsyncSlotPinningTransport(httpx.AsyncBaseTransport):
+    """The async twin of `SlotPinningTransport` (sharing its `SlotPinning`s, one gate per
+    server covers sync and async callers and every event loop)."""
+
+    def __init__(self, pinnings: Sequence[SlotPinning], inner: httpx.AsyncBaseTransport) -> None:
+        self._pinnings = tuple(pinnings)
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        pinning = _pinning_of(self._pinnings, request.url)
+        if pinning is None:
+            return await self._inner.handle_async_request(request)
+        body = await request.aread()
+        if pinning.repeatable:
+            await pinning.acquire()
+        release = _ReleaseOnce(pinning.gate if pinning.repeatable else None)
+        pinned = pinning.pin(request, body)
+        if pinned is None:
+            release()
+            return await self._inner.handle_async_request(request)
+        try:
+            for step in pinned.preparation:
+                primed = await self._inner.handle_async_request(step)
+                await primed.aread()
+                await primed.aclose()
+                _check_prepared(primed, step)
+            response = await self._inner.handle_async_request(pinned.request)
+            pinning.answered(pinned)
+        except BaseException:
+            pinning.failed(pinned)
+            release()
+            raise
+        return _gated(response, release)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
