@@ -100,27 +100,31 @@ FORCED_CALL_BY_SCHEMA_KEY = "grse_forced_call_by_schema"
 
 
 def _forced_call_schema(request: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The JSON schema of the one call a request requires (``tool_choice`` "required" with one
-    function offered), or None.
+    """The JSON schema of the one call a request requires (``tool_choice`` naming a function,
+    or "required" with one function offered), or None.
 
-    llama.cpp's server accepts ``tool_choice`` "required" but did not constrain the reply with
-    the Qwen2.5-Coder and SmolLM2 templates (both answered in prose, and a named function is
-    rejected as the wrong type); its ``json_schema`` field does constrain it, and the reply, a
-    JSON object with the call's name and arguments, is read back as the call
-    (`grse_graph.llm.text_tool_calls`)."""
-    if request.get("tool_choice") != "required":
-        return None
-    functions = [
-        tool["function"]
+    llama.cpp's server rejects a named ``tool_choice`` ("type must be string") and did not
+    constrain "required" with the Qwen2.5-Coder and SmolLM2 templates (both answered in
+    prose); its ``json_schema`` field does constrain the reply, a JSON object with the call's
+    name and arguments, which is read back as the call (`grse_graph.llm.text_tool_calls`)."""
+    functions = {
+        tool["function"]["name"]: tool["function"]
         for tool in request.get("tools") or ()
         if isinstance(tool, Mapping) and tool.get("type") == "function"
-    ]
-    if len(functions) != 1:
+    }
+    choice = request.get("tool_choice")
+    if isinstance(choice, Mapping) and choice.get("type") == "function":
+        function = functions.get(str(choice.get("function", {}).get("name")))
+    elif choice == "required" and len(functions) == 1:
+        function = next(iter(functions.values()))
+    else:
         return None
-    parameters = functions[0].get("parameters") or {"type": "object"}
+    if function is None:
+        return None
+    parameters = function.get("parameters") or {"type": "object"}
     return {
         "type": "object",
-        "properties": {"name": {"const": functions[0]["name"]}, "arguments": parameters},
+        "properties": {"name": {"const": function["name"]}, "arguments": parameters},
         "required": ["name", "arguments"],
     }
 
@@ -161,7 +165,8 @@ class RoleChatOpenAI(ChatOpenAI):
         if schema is None or not (self.metadata or {}).get(FORCED_CALL_BY_SCHEMA_KEY):
             return kwargs
         extra = {**(self.extra_body or {}), **(kwargs.get("extra_body") or {})}
-        return {**kwargs, "extra_body": {**extra, "json_schema": schema}}
+        # "required": the schema names the function; a named choice the server would reject.
+        return {**kwargs, "tool_choice": "required", "extra_body": {**extra, "json_schema": schema}}
 
     def _generate(
         self,
@@ -228,6 +233,7 @@ class RoleChatOpenAI(ChatOpenAI):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         role, base_url = self._endpoint()
+        kwargs = self._with_forced_call_schema(kwargs)
         # A stream cannot be asked for again once chunks went out: translated, not retried.
         with endpoint_errors_translated(role, base_url, self.max_retries):
             yield from super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
@@ -240,6 +246,7 @@ class RoleChatOpenAI(ChatOpenAI):
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
         role, base_url = self._endpoint()
+        kwargs = self._with_forced_call_schema(kwargs)
         with endpoint_errors_translated(role, base_url, self.max_retries):
             async for chunk in super()._astream(
                 messages, stop=stop, run_manager=run_manager, **kwargs

@@ -245,7 +245,9 @@ def test_methods_send_their_own_request_shape() -> None:
         "Answer with ONE JSON object (a Verdict) with the fields label, score, ok."
     )
     forced = _requests_through_roles("function_calling")[0]
-    assert forced["tool_choice"]["function"]["name"] == "Verdict"
+    # On the embedded engine a named choice becomes "required" with the call's JSON schema.
+    assert forced["tool_choice"] == "required"
+    assert forced["json_schema"]["properties"]["name"] == {"const": "Verdict"}
     assert forced["messages"][-1]["content"] == "Judge the answer."
 
 
