@@ -13,7 +13,7 @@ from langchain_core.tools import tool
 from grse_graph.llm import load_config
 from grse_graph.llm.accounting import UsageLedger
 from grse_graph.llm.roles import ModelRoles
-from tests.unit.llm.test_llm_roles_accounting import Server
+from tests.unit.llm.test_llm_roles_accounting import Server, _completion
 
 
 @tool
@@ -23,22 +23,9 @@ def grep(pattern: str) -> str:
 
 
 def _reply(content: str) -> httpx.Response:
-    return httpx.Response(
-        200,
-        json={
-            "id": "c",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": content},
-                }
-            ],
-        },
-    )
+    completion = _completion(5, 1, None)
+    completion["choices"][0]["message"]["content"] = content
+    return httpx.Response(200, json=completion)
 
 
 def _ask(overrides: dict[str, object]) -> tuple[dict[str, object], AIMessage]:
