@@ -47,6 +47,9 @@ ToolTranscriptSetting = Literal["auto", "native", "text"]
 """How a role's agents send tool results and get text answers (see
 `grse_graph.llm.tool_transcript`)."""
 
+ForcedCallSetting = Literal["auto", "tool_choice", "json_schema"]
+"""How a role's server is asked for a required tool call (see `RoleSettings.forced_call`)."""
+
 SchemaNarrowing = Literal["per_agent", "flat", "off"]
 """How a critic's schema is narrowed to the names of its unit (see
 `RoleSettings.schema_narrowing`)."""
@@ -135,6 +138,14 @@ class RoleSettings(BaseModel):
     (results as user messages, answers from a tool-free call) for a server whose chat template
     drops tool messages. ``auto`` (the default) is ``native``.
 
+    ``forced_call``: how a required tool call (a delegating agent's first call, the
+    ``function_calling`` structured method) is asked for: ``tool_choice`` as OpenAI spells it,
+    or ``json_schema``, the call's name and arguments as a JSON schema the server enforces, for
+    llama.cpp's server, which rejects a named choice and answers "required" in prose with
+    templates that have no tools (SmolLM2, Qwen2.5-Coder). ``auto`` (the default) is
+    ``json_schema`` on the embedded engine and ``tool_choice`` elsewhere: set ``json_schema``
+    for your own llama-server.
+
     ``affinity_headers``: the headers that carry the unit of work's affinity key on every
     request (`grse_graph.llm.affinity`), for a router over replicas that hashes one of them:
     ``X-Session-ID`` (vLLM's router, the default), ``X-SMG-Routing-Key`` (SGLang's smg); empty
@@ -170,6 +181,7 @@ class RoleSettings(BaseModel):
     engine_model: str | None = None
     schema_narrowing: SchemaNarrowing = "per_agent"
     tool_transcript: ToolTranscriptSetting = "auto"
+    forced_call: ForcedCallSetting = "auto"
     affinity_headers: list[str] = Field(default_factory=lambda: ["X-Session-ID"])
 
     @field_validator("affinity_headers", mode="before")

@@ -7,7 +7,7 @@ import logging
 import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import openai
@@ -369,6 +369,14 @@ class ModelRoles(Closing):
         setting = self.settings(role).tool_transcript
         return "native" if setting == "auto" else setting
 
+    def forced_call(self, role: RoleName) -> Literal["tool_choice", "json_schema"]:
+        """How the role asks for a required tool call, with ``auto`` resolved (see
+        `RoleSettings.forced_call`)."""
+        settings = self.settings(role)
+        if settings.forced_call != "auto":
+            return settings.forced_call
+        return "json_schema" if settings.embedded else "tool_choice"
+
     def structured_method(self, role: RoleName) -> StructuredMethod:
         """The role's structured-output method, with ``auto`` resolved by engine (see
         `RoleSettings`)."""
@@ -437,7 +445,7 @@ class ModelRoles(Closing):
                 STRUCTURED_STREAM_KEY: settings.structured_stream,
                 SCHEMA_NARROWING_KEY: settings.schema_narrowing,
                 TOOL_TRANSCRIPT_KEY: self.tool_transcript(role),
-                FORCED_CALL_BY_SCHEMA_KEY: settings.embedded,
+                FORCED_CALL_BY_SCHEMA_KEY: self.forced_call(role) == "json_schema",
             },
             # Streamed structured replies then still carry the server's usage (where it sends it).
             stream_usage=True,

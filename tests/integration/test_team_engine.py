@@ -17,16 +17,17 @@ from grse_graph.team import Rollout, default_team, run_rollout
 
 pytestmark = pytest.mark.engine
 
-# The small model rambles; a short cap keeps the test fast without changing the code path.
-TEST_MAX_TOKENS = 96
+# The small model rambles; a short cap keeps the test fast without changing the code path. It
+# leaves room for a forced grep call that writes its query to the schema's 200-character bound
+# (SmolLM2 writes a digit per token).
+TEST_MAX_TOKENS = 256
 
 
 @pytest.fixture
 def provider(small_engine_url: str) -> Iterator[ModelRoles]:
-    config = load_config(
-        env={}, overrides={"actor.base_url": small_engine_url, "actor.max_tokens": TEST_MAX_TOKENS}
-    )
-    with ModelRoles(config, UsageLedger()) as roles:
+    # The embedded default a user gets: the engine's forced tool calls go as a JSON schema.
+    config = load_config(env={}, overrides={"actor.max_tokens": TEST_MAX_TOKENS})
+    with ModelRoles(config, UsageLedger(), engine_url=small_engine_url) as roles:
         yield roles
 
 

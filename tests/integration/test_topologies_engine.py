@@ -23,10 +23,9 @@ TEST_MAX_TOKENS = 96
 
 @pytest.fixture
 def provider(small_engine_url: str) -> Iterator[ModelRoles]:
-    config = load_config(
-        env={}, overrides={"actor.base_url": small_engine_url, "actor.max_tokens": TEST_MAX_TOKENS}
-    )
-    with ModelRoles(config, UsageLedger()) as roles:
+    # The embedded default a user gets: the engine's forced tool calls go as a JSON schema.
+    config = load_config(env={}, overrides={"actor.max_tokens": TEST_MAX_TOKENS})
+    with ModelRoles(config, UsageLedger(), engine_url=small_engine_url) as roles:
         yield roles
 
 

@@ -56,3 +56,14 @@ def test_the_embedded_engine_gets_the_call_schema_and_the_reply_is_the_call() ->
 def test_a_remote_role_sends_no_schema() -> None:
     body, _ = _ask({"actor.base_url": "http://gpu:8000/v1"})
     assert "json_schema" not in body and body["tool_choice"] == "required"
+
+
+def test_a_remote_llama_server_role_gets_the_schema_when_set() -> None:
+    body, reply = _ask({"actor.base_url": "http://gpu:8080/v1", "actor.forced_call": "json_schema"})
+    assert body["json_schema"]["properties"]["name"] == {"const": "grep"}
+    assert [c["name"] for c in reply.tool_calls] == ["grep"]
+
+
+def test_the_embedded_engine_can_be_sent_the_plain_choice() -> None:
+    body, _ = _ask({"actor.forced_call": "tool_choice"})
+    assert "json_schema" not in body and body["tool_choice"] == "required"
