@@ -1,6 +1,6 @@
 """grse-graph: Group-Relative Skill Evolution for LangGraph agent teams.
 
-`train`, `evaluate` and `load_pack` (`grse_graph.api`) are the one-call Python API.
+`train`, `evaluate`, `load_pack` and `export_pack` (`grse_graph.api`) are the one-call Python API.
 """
 
 from __future__ import annotations
@@ -10,11 +10,28 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from grse_graph.api import IterationScores, TrainResult, evaluate, load_pack, train
+    from grse_graph.api import (
+        IterationScores,
+        TrainResult,
+        evaluate,
+        export_pack,
+        load_pack,
+        train,
+    )
 
-_API = frozenset({"IterationScores", "TrainResult", "evaluate", "load_pack", "train"})
+_API = frozenset(
+    {"IterationScores", "TrainResult", "evaluate", "export_pack", "load_pack", "train"}
+)
 
-__all__ = ["IterationScores", "TrainResult", "__version__", "evaluate", "load_pack", "train"]
+__all__ = [
+    "IterationScores",
+    "TrainResult",
+    "__version__",
+    "evaluate",
+    "export_pack",
+    "load_pack",
+    "train",
+]
 
 
 def __getattr__(name: str) -> Any:

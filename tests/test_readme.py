@@ -1,4 +1,5 @@
-"""The README's Python examples run as written (unit ones always, engine ones on the engine)."""
+"""The Python examples of the README and of docs/ run as written (unit ones always, engine ones
+on the engine), each page's links lead somewhere, and the README keeps its required shape."""
 
 from __future__ import annotations
 
@@ -7,18 +8,35 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.fakeserver import FakeOpenAIServer
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = (README, *sorted((ROOT / "docs").glob("*.md")))
+"""Every page whose tagged examples are run: the README and the docs pages."""
+MARKER = "<!-- readme-test: "
 BLOCK = re.compile(r"<!-- readme-test: (\w+) -->\s*```python\n(.*?)```", re.DOTALL)
+EXAMPLES = {"unit": 2, "engine": 2, "api": 2, "studio": 1, "langsmith": 1, "postgres": 1}
+"""How many examples of each kind the pages hold together: an example that loses its tag when
+it moves between pages would otherwise silently stop being run."""
 
 
-def readme_examples(kind: str) -> list[str]:
-    """The Python blocks of the README tagged with `<!-- readme-test: KIND -->`."""
-    return [code for tag, code in BLOCK.findall(README.read_text(encoding="utf-8")) if tag == kind]
+def page_examples(page: Path, kind: str) -> list[str]:
+    """The Python blocks of `page` tagged with `<!-- readme-test: KIND -->`."""
+    return [code for tag, code in BLOCK.findall(page.read_text(encoding="utf-8")) if tag == kind]
+
+
+def readme_examples(kind: str) -> list[Any]:
+    """Every page's examples of `kind`, one test parameter each, named after page and position."""
+    return [
+        pytest.param(code, id=f"{page.name}-{number}")
+        for page in PAGES
+        for number, code in enumerate(page_examples(page, kind), 1)
+    ]
 
 
 def test_readme_has_exactly_two_setup_commands() -> None:
@@ -71,11 +89,15 @@ def test_readme_python_api_example_runs_against_the_fake_server(code: str) -> No
         assert "iteration 1: validation" in out and "test reward" in out and "pack " in out
 
 
-def test_readme_python_api_section_has_both_examples() -> None:
+def test_readme_python_api_trains_evaluates_and_ships_from_grse_graph_alone() -> None:
     text = README.read_text(encoding="utf-8")
-    assert "## Python API" in text
-    examples = readme_examples("api")
-    assert len(examples) == 2 and any("SilentMethod" in code for code in examples)
+    section = text.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    (code,) = [code for tag, code in BLOCK.findall(section) if tag == "api"]
+    assert re.findall(r"^from (grse_graph\S*) import", code, re.MULTILINE) == ["grse_graph"]
+    calls = [code.index(f"{name}(") for name in ("train", "evaluate", "export_pack")]
+    assert calls == sorted(calls)
+    methods = page_examples(ROOT / "docs" / "METHODS.md", "api")
+    assert any("SilentMethod" in code for code in methods)
 
 
 # -- the integration sections (Studio, LangSmith, PostgreSQL) ---------------------------------
@@ -102,9 +124,56 @@ def test_readme_postgres_example_runs(code: str) -> None:
     assert "AsyncPostgresSaver train-" in run_example(code, {})
 
 
-def test_readme_has_a_section_per_integration() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_each_integration_has_a_section_with_its_example() -> None:
+    readme = README.read_text(encoding="utf-8")
+    assert "## LangGraph Studio, LangSmith and PostgreSQL" in readme
+    page = ROOT / "docs" / "INTEGRATIONS.md"
+    text = page.read_text(encoding="utf-8")
     for section in ("## LangGraph Studio", "## LangSmith", "## PostgreSQL checkpoints"):
         assert section in text
     for tag in ("studio", "langsmith", "postgres"):
-        assert readme_examples(tag), tag
+        assert page_examples(page, tag), tag
+
+
+# -- every example is still run, and the pages' links lead somewhere ---------------------------
+
+
+def test_every_tagged_example_is_a_python_block_of_a_known_kind() -> None:
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        # A marker not followed by a Python block would match nothing, and its example not run.
+        assert text.count(MARKER) == len(BLOCK.findall(text)), page.name
+    counts = {kind: len(readme_examples(kind)) for kind in EXAMPLES}
+    tags = {tag for page in PAGES for tag, _ in BLOCK.findall(page.read_text(encoding="utf-8"))}
+    assert counts == EXAMPLES and tags == set(EXAMPLES)
+
+
+def test_readme_has_at_most_300_lines() -> None:
+    assert len(README.read_text(encoding="utf-8").splitlines()) <= 300
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors GitHub makes for `page`'s headings (code blocks hold no headings)."""
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    headings = re.findall(r"^#{1,6} +(.+?) *$", text, re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+def local_links(page: Path) -> list[str]:
+    """`page`'s links to files of this repository (not web addresses), code blocks left out."""
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    return [link for link in LINK.findall(text) if not re.match(r"[a-z]+:", link)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_links_lead_to_files_and_headings_that_exist(page: Path) -> None:
+    for link in local_links(page):
+        path, _, anchor = link.partition("#")
+        target = (page.parent / path).resolve() if path else page
+        assert target.exists(), f"{page.name}: {link}"
+        if anchor:
+            assert anchor in anchors(target), f"{page.name}: {link}"

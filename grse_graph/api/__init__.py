@@ -1,11 +1,13 @@
-"""The one-call Python API: `train`, `evaluate` and `load_pack`, on the same session, training
-and evaluation code as `grse train` and `grse eval` (re-exported by `grse_graph`)."""
+"""The one-call Python API: `train`, `evaluate`, `load_pack` and `export_pack`, on the same
+session, training, evaluation and export code as `grse train`, `grse eval` and
+`grse skills export` (re-exported by `grse_graph`)."""
 
 from grse_graph.training.runner import IterationScores, TrainResult
 
 from .config import ConfigInput, MethodChoice
 from .evaluator import evaluate
 from .inputs import LibrariesInput, LLMInput, TaskInput, load_pack
+from .shipping import PackSource, export_pack
 from .trainer import train
 
 __all__ = [
@@ -14,9 +16,11 @@ __all__ = [
     "LLMInput",
     "LibrariesInput",
     "MethodChoice",
+    "PackSource",
     "TaskInput",
     "TrainResult",
     "evaluate",
+    "export_pack",
     "load_pack",
     "train",
 ]

@@ -86,7 +86,7 @@ REPAIR_SETTINGS: dict[str, Any] = {
     "validation_size": 6,
     # One team run at a time: the embedded engine serves one request at a time anyway (a
     # 12-question audit took 202 s one run at a time and 196 s four at a time), and the
-    # repair's measurements in the README were made so.
+    # repair's measurements in docs/DEMO.md were made so.
     "concurrency": 1,
     # Repair edits what is there: refine and prune every iteration, no new skills (a 0.5B
     # optimizer writes none that help, GUIDE §5) and nothing to consolidate.

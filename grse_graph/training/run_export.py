@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,17 @@ def run_libraries(
     return iteration, libraries
 
 
+def without_bookkeeping(libraries: Mapping[str, SkillLibrary]) -> dict[str, SkillLibrary]:
+    """The libraries with the `grse-*` training metadata stripped from every skill, as they ship
+    into production prompts (`--no-bookkeeping`)."""
+    return {
+        agent: SkillLibrary.build(
+            agent, [s.without_bookkeeping() for s in library.skills], library.limit
+        )
+        for agent, library in libraries.items()
+    }
+
+
 def export_run_pack(
     run_dir: Path | str, iteration: int | None, dest: Path | str, bookkeeping: bool = True
 ) -> Path:
@@ -138,11 +150,4 @@ def export_run_pack(
         )
         for agent, library in libraries.items()
     }
-    if not bookkeeping:
-        libraries = {
-            agent: SkillLibrary.build(
-                agent, [s.without_bookkeeping() for s in library.skills], library.limit
-            )
-            for agent, library in libraries.items()
-        }
-    return export_pack(libraries, dest)
+    return export_pack(libraries if bookkeeping else without_bookkeeping(libraries), dest)
