@@ -11,7 +11,6 @@ from typing import Annotated, Literal
 
 import httpx
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -30,6 +29,7 @@ from grse_graph.llm.models import (
 )
 from grse_graph.llm.provider import ROLES
 from grse_graph.llm.xllamacpp_server import build_description
+from grse_graph.output import output_console
 
 from .options import ConfigOption, JsonOption, print_json
 
@@ -220,7 +220,7 @@ def doctor(
             f"[{_STYLE[check.status]}]{check.status}[/]",
             escape(check.detail),
         )
-    Console().print(table)
+    output_console().print(table)
     if failed:
         raise typer.Exit(code=1)
 

@@ -17,6 +17,8 @@ from pydantic import BaseModel
 from rich.console import Console
 from typer.core import TyperCommand
 
+from grse_graph.output import output_console
+
 CONFIG_HELP = (
     "The grse TOML file: model roles ([actor], [critic], [optimizer], [engine]) and, for "
     "grse train, the [train] table."
@@ -28,7 +30,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
 
 def report_console(as_json: bool) -> Console:
     """Where a command's messages go: stderr when stdout carries the JSON result."""
-    return Console(stderr=True) if as_json else Console()
+    return output_console(stderr=as_json)
 
 
 def print_json(value: BaseModel | dict[str, Any] | list[Any]) -> None:

@@ -26,6 +26,7 @@ from grse_graph.cli.options import (
 from grse_graph.errors import ConfigError
 from grse_graph.llm import LLMConfig, load_config
 from grse_graph.methods.registry import BUILTIN_METHODS, METHOD_NAMES, MethodClass, method_class
+from grse_graph.output import output_console
 from grse_graph.skills import PACK_SKILLS_DIR, check_pack_destination, import_pack
 from grse_graph.tasks.base import Task
 from grse_graph.tasks.planted import PlantedLibrary, demo_planted
@@ -779,7 +780,7 @@ def demo(
     """The main job: repair the demo task's planted library with GRSE (probe credit on) on
     the embedded engine, then compare the planted and the repaired libraries on the demo
     test split (greedy). --from-empty: learn from empty libraries instead."""
-    console = Console()
+    console = output_console()
     started = time.perf_counter()
     planted = None if from_empty else demo_planted()
     config, limit = _demo_config(

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from grse_graph.llm.affinity import affinity, question_key
 from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
 from grse_graph.metrics.analysis import answer_state
+from grse_graph.output import output_console
 from grse_graph.tasks.base import Task, TaskQuestion
 from grse_graph.team.spec import TeamSpec
 
@@ -162,7 +163,7 @@ async def run_evaluation(
     )
     done = folder.read_predictions()
     pending = [q for q in questions if q.id not in done or (retry_failed and done[q.id].failed)]
-    console = console or Console()
+    console = console or output_console()
     semaphore = asyncio.Semaphore(concurrency)
     earlier_s = folder.read_elapsed_s()
     started = time.perf_counter()

@@ -13,6 +13,7 @@ from pathlib import Path
 from rich.console import Console
 
 from grse_graph.errors import GrseError
+from grse_graph.output import output_console
 
 from . import cost as costs
 from .context import TableContext, current_commit, load_actors
@@ -240,7 +241,7 @@ def main(name: str, argv: Sequence[str] | None = None, env: Mapping[str, str] | 
     replaces the process's environment for the data variables."""
     table = TABLES[name]
     args = parser_for(table).parse_args(argv)
-    console = Console()
+    console = output_console()
     try:
         ctx = context_from(table, args, console, env)
         run_table(table, ctx, jobs=args.jobs, dry_run=args.dry_run)

@@ -410,7 +410,8 @@ def print_planted(console: Console, outcomes: list[PlantedSkillOutcome], probe: 
 def print_learned(console: Console, learned: list[LearnedSkill]) -> None:
     """Each skill of the final libraries with its provenance (the changes that made it, the
     gate's numbers, the training questions, diagnoses and feedback behind them) and body."""
-    console.rule(f"what was learned: {len(learned)} skill(s) in the final libraries")
+    # A heading, not a rule: a rule is as wide as the console, thousands of columns in a log.
+    console.print(f"\n[bold]what was learned: {len(learned)} skill(s) in the final libraries[/]")
     if not learned:
         console.print("no skill was accepted: the trained libraries are the empty ones")
     for skill in learned:

@@ -6,7 +6,6 @@ Real engine (small model) on a five-line task; run it under ``flock /tmp/grse-en
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -17,16 +16,10 @@ import pytest
 
 from grse_graph.training.run_folder import RunFolder
 from tests.faults.harness import finish, repeated_units, run_grse, start_grse, unparsable_files
+from tests.tiny_task import write_tiny_task
 
 pytestmark = [pytest.mark.engine, pytest.mark.faults]
 
-ROWS = [
-    ("train", "What colour is the barn?", "red", "The barn on the hill is painted red."),
-    ("train", "Which city hosts the fair?", "Oslo", "Every spring the fair is held in Oslo."),
-    ("validation", "What does Mia play?", "violin", "Mia plays the violin in a quartet."),
-    ("validation", "How many cats live here?", "three", "Three cats live in this house."),
-    ("test", "What is the dog's name?", "Rex", "The dog is called Rex."),
-]
 SMALL_ENGINE_ENV = {
     "GRSE_ACTOR_MAX_TOKENS": "48",
     "GRSE_CRITIC_MAX_TOKENS": "300",
@@ -59,13 +52,7 @@ def _kill_engine_after_first_rollout(run_path: Path, grse_pid: int, killed: list
 def test_engine_killed_mid_run_gives_one_line_then_resume_starts_a_new_engine(
     tmp_path: Path,
 ) -> None:
-    data = tmp_path / "tiny.jsonl"
-    data.write_text(
-        "".join(
-            json.dumps({"id": f"q{i}", "split": s, "question": q, "answer": a, "context": c}) + "\n"
-            for i, (s, q, a, c) in enumerate(ROWS)
-        )
-    )
+    data = write_tiny_task(tmp_path / "tiny.jsonl")
     flags = ["--task", "jsonl", "--data", str(data), "--iterations", "1", "--batch-size", "2",
              "--group-size", "2", "--validation-size", "2", "--concurrency", "1"]  # fmt: skip
     run_path = tmp_path / "run"

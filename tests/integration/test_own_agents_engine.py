@@ -4,7 +4,6 @@ GRSE iteration on the embedded engine (small model, tiny sizes; slow, `-m engine
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,30 +24,14 @@ from grse_graph.training.config import TrainConfig
 from grse_graph.training.graph import TrainingDeps
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import run_training
+from tests.tiny_task import write_tiny_task
 
 pytestmark = pytest.mark.engine
-
-ROWS = [
-    ("train", "What colour is the barn?", "red", "The barn on the hill is painted red."),
-    ("train", "Which city hosts the fair?", "Oslo", "Every spring the fair is held in Oslo."),
-    ("validation", "What does Mia play?", "violin", "Mia plays the violin in a quartet."),
-    ("validation", "How many cats live here?", "three", "Three cats live in this house."),
-    ("test", "What is the dog's name?", "Rex", "The dog is called Rex."),
-]
 
 
 class Notes(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
     notes: str
-
-
-def write_task(path: Path) -> Path:
-    lines = [
-        json.dumps({"id": f"q{i}", "split": s, "question": q, "answer": a, "context": c})
-        for i, (s, q, a, c) in enumerate(ROWS)
-    ]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 def users_team(model: Any) -> tuple[Any, SkillLibraryMiddleware, SkillLibraryMiddleware]:
@@ -98,7 +81,7 @@ def users_team(model: Any) -> tuple[Any, SkillLibraryMiddleware, SkillLibraryMid
 def test_one_grse_iteration_evolves_the_users_own_agents(
     small_engine_url: str, tmp_path: Path
 ) -> None:
-    data = write_task(tmp_path / "tiny.jsonl")
+    data = write_tiny_task(tmp_path / "tiny.jsonl")
     llm = load_config(
         env={},
         overrides={

@@ -7,7 +7,6 @@ the run takes a few minutes even on a busy 2-core machine.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import pytest
@@ -20,30 +19,14 @@ from grse_graph.training.config import TrainConfig
 from grse_graph.training.graph import TrainingDeps
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import run_training
-
-ROWS = [
-    ("train", "What colour is the barn?", "red", "The barn on the hill is painted red."),
-    ("train", "Which city hosts the fair?", "Oslo", "Every spring the fair is held in Oslo."),
-    ("validation", "What does Mia play?", "violin", "Mia plays the violin in a quartet."),
-    ("validation", "How many cats live here?", "three", "Three cats live in this house."),
-    ("test", "What is the dog's name?", "Rex", "The dog is called Rex."),
-]
-
-
-def _write_task(path: Path) -> Path:
-    lines = [
-        json.dumps({"id": f"q{i}", "split": s, "question": q, "answer": a, "context": c})
-        for i, (s, q, a, c) in enumerate(ROWS)
-    ]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+from tests.tiny_task import write_tiny_task
 
 
 @pytest.mark.engine
 def test_one_iteration_on_the_small_model_writes_the_run_folder(
     small_engine_url: str, tmp_path: Path
 ) -> None:
-    data = _write_task(tmp_path / "tiny.jsonl")
+    data = write_tiny_task(tmp_path / "tiny.jsonl")
     llm = load_config(
         env={},
         overrides={
