@@ -55,7 +55,7 @@ from grse_graph.llm.provider import ChatModelProvider
 from grse_graph.methods.operators.base import OperatorSettings
 from grse_graph.methods.operators.registry import OPERATORS, Operator
 from grse_graph.methods.operators.schedule import OPERATOR_ORDER
-from grse_graph.methods.plan import AggregationResult
+from grse_graph.methods.plan import AggregationResult, FailureDiagnosis
 from grse_graph.methods.rounds import (
     CommitPolicy,
     RoundRequest,
@@ -114,6 +114,14 @@ class QuestionRollouts(BaseModel):
     rewards: list[float]
 
 
+class CitedDiagnosis(BaseModel):
+    """A checked failure diagnosis a credit record offers as evidence (`is_hypothesis`: no
+    successful rollout to compare with)."""
+
+    diagnosis: FailureDiagnosis
+    is_hypothesis: bool = False
+
+
 class CreditRecord(BaseModel):
     """What every method's credit record holds: one line of RUN/critiques.jsonl.
 
@@ -140,6 +148,16 @@ class CreditRecord(BaseModel):
     def credited(self) -> bool:
         """Whether this record carries evidence (kept and its credit call succeeded)."""
         return self.kept and self.error is None
+
+    def cited_diagnoses(self) -> list[CitedDiagnosis]:
+        """The checked failure diagnoses this record offers as evidence for a skill change
+        (none here: a method whose credit diagnoses failures overrides it). A skill's
+        provenance reads them through this hook, so it names no method's record type."""
+        return []
+
+    def feedback_for(self, agent: str) -> list[str]:
+        """The record's agent-level feedback about `agent` (none here; see `cited_diagnoses`)."""
+        return []
 
 
 class CreditUnits(BaseModel):

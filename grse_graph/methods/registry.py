@@ -5,6 +5,8 @@ adds it (`{**BUILTIN_METHODS, "mine": MyMethod}`) wherever a `methods` argument 
 adding a method changes nothing in the training package. `MethodSection` is the type of
 `TrainConfig.method`: the built-in settings classes, discriminated by `name`; any other name is
 kept as `ExternalMethodSettings` and validated by its method's own `settings_type` here.
+`default_section()` is the section of a config that names no method (`DEFAULT_METHOD`), so the
+training package never names a method's settings class itself.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Annotated, Any
 
-from pydantic import Discriminator, Tag, ValidationError
+from pydantic import Discriminator, Tag, TypeAdapter, ValidationError
 
 from grse_graph.errors import ConfigError
 from grse_graph.methods.base import BaseCreditMethod, CreditMethod, ExternalMethodSettings
@@ -35,11 +37,17 @@ BUILTIN_METHODS: Mapping[str, MethodClass] = MappingProxyType(_builtin())
 
 METHOD_NAMES: tuple[str, ...] = tuple(BUILTIN_METHODS)
 
+DEFAULT_METHOD = "grse"
+"""The method a training config runs when its `method` section names none."""
+
 _EXTERNAL = "external"
 
 
 def _section_tag(value: Any) -> str:
-    name = value.get("name", "grse") if isinstance(value, dict) else getattr(value, "name", None)
+    if isinstance(value, dict):
+        name = value.get("name", DEFAULT_METHOD)
+    else:
+        name = getattr(value, "name", None)
     return name if isinstance(name, str) and name in BUILTIN_METHODS else _EXTERNAL
 
 
@@ -52,12 +60,21 @@ MethodSection = Annotated[
 ]
 """The type of `TrainConfig.method`: a built-in method's settings, chosen by `name`."""
 
+_SECTION: TypeAdapter[MethodSection] = TypeAdapter(MethodSection)
+"""Validates a `method` section on its own, as `TrainConfig` validates its field."""
+
 
 def method_class(name: str, methods: Mapping[str, MethodClass] = BUILTIN_METHODS) -> MethodClass:
     """The class registered under `name` (`ConfigError` naming the known ones otherwise)."""
     if name not in methods:
         raise ConfigError(f"unknown training method '{name}' (known: {', '.join(methods)})")
     return methods[name]
+
+
+def default_section(name: str = DEFAULT_METHOD) -> MethodSection:
+    """The `TrainConfig.method` section of a config that names method `name` and nothing else
+    (every knob at its default), validated as `TrainConfig` validates a section."""
+    return _SECTION.validate_python({"name": name})
 
 
 def create_method(

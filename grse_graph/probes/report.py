@@ -168,6 +168,17 @@ def audit_markdown(report: AuditReport, chart: str | None = CHART_FILE) -> str:
         f"- cost: {cost_line(header)}",
         f"- mean reward of the full libraries: {full}",
         "",
+        *effects_table(report),
+    ]
+    if chart is not None:
+        lines += ["", chart_link(report, chart)]
+    return "\n".join(lines) + "\n"
+
+
+def effects_table(report: AuditReport) -> list[str]:
+    """The markdown table of the measured effects: one row per skill, in the probe's order."""
+    level = f"{report.header.confidence:.0%}"
+    lines = [
         f"| agent | skill | effect | {level} interval | questions | invocations | verdict |",
         "| --- | --- | ---: | --- | ---: | ---: | --- |",
     ]
@@ -177,9 +188,12 @@ def audit_markdown(report: AuditReport, chart: str | None = CHART_FILE) -> str:
             f"| {_cell(r.agent)} | {_cell(r.skill)} | {signed(r.effect)} | {interval_text(r)} "
             f"| {r.questions} | {invocations} | {r.verdict} |"
         )
-    if chart is not None:
-        lines += ["", f"![skill effects with {level} intervals]({chart})"]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def chart_link(report: AuditReport, chart: str) -> str:
+    """The markdown image of the effects chart at the relative path `chart`."""
+    return f"![skill effects with {report.header.confidence:.0%} intervals]({chart})"
 
 
 # -- chart ---------------------------------------------------------------------------------
@@ -277,8 +291,10 @@ __all__ = [
     "AuditRecord",
     "AuditReport",
     "audit_markdown",
+    "chart_link",
     "cost_line",
     "effects_chart_png",
+    "effects_table",
     "interval_text",
     "plan_line",
     "read_audit",

@@ -112,6 +112,10 @@ class ProbeStore:
         """Record one finished run durably."""
         self._runs.append(run)
 
+    def read(self) -> list[ProbeRun]:
+        """Every recorded run in file order (a failed run made again is there twice)."""
+        return self._runs.read()
+
 
 def _invocations(team: TeamSpec, runs: Sequence[ProbeRun], ref: SkillRef) -> int | None:
     # Loads are seen only where skills come through a tool; inline bodies leave no trace.

@@ -20,9 +20,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from grse_graph.errors import ConfigError
 from grse_graph.llm.provider import SamplingSettings
-from grse_graph.methods.grse.method import GrseSettings
 from grse_graph.methods.operators import OperatorSchedule
-from grse_graph.methods.registry import BUILTIN_METHODS, MethodClass, MethodSection
+from grse_graph.methods.registry import (
+    BUILTIN_METHODS,
+    DEFAULT_METHOD,
+    MethodClass,
+    MethodSection,
+    default_section,
+)
 from grse_graph.probes import ProbeSettings
 from grse_graph.tasks.protocol import with_protocol_defaults
 from grse_graph.team.kinds import SkillMode
@@ -63,7 +68,7 @@ class TrainConfig(BaseModel):
     data: str | None = None
     category: str | None = None
     init_libraries: dict[str, str] = Field(default_factory=dict)
-    method: MethodSection = Field(default_factory=GrseSettings)
+    method: MethodSection = Field(default_factory=default_section)
     iterations: int = Field(default=5, ge=1)
     batch_size: int = Field(default=24, ge=1)
     validation_size: int | None = Field(default=None, ge=1)
@@ -131,7 +136,7 @@ class TrainConfig(BaseModel):
         if not isinstance(data, dict):
             return data
         data = dict(data)
-        section = data.get("method", "grse")
+        section = data.get("method", DEFAULT_METHOD)
         flat = {k: data.pop(k) for k in LEGACY_METHOD_FIELDS if k in data}
         if isinstance(section, str):
             section = {"name": section}
@@ -216,7 +221,7 @@ def _paper_mode_values(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(section, BaseModel):
         section = section.model_dump()
     if isinstance(section, dict):
-        cls = BUILTIN_METHODS.get(str(section.get("name", "grse")))
+        cls = BUILTIN_METHODS.get(str(section.get("name", DEFAULT_METHOD)))
         fields = method_additions(cls.settings_type) if cls is not None else ()
         data["method"] = {**{name: False for name in fields}, **section}
     return data

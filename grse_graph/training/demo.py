@@ -37,10 +37,11 @@ from grse_graph.team.rollout import Rollout
 
 from .config import TrainConfig, protocol_train_config
 from .graph import TrainingDeps
+from .planted_table import PLANTED_TITLE, planted_columns, planted_row, repair_summary
 from .provenance import LearnedSkill, learned_skills
-from .repair import PlantedSkillOutcome, planted_outcomes, separation
+from .repair import PlantedSkillOutcome, planted_outcomes
 from .report import change_text, gate_text, question_lines, write_report
-from .run_folder import RunFolder
+from .run_folder import TEST_FOLDERS, RunFolder
 from .runner import TrainResult, run_training
 from .session import open_endpoints, session_deps, write_run_usage
 
@@ -75,10 +76,6 @@ DEMO_TEST_LIMIT = 9
 first 9 hold six multi-hop (bridge and comparison) and three memory questions (single-hop,
 temporal, multi-hop). Both libraries on all 24 (`--test-limit 0`) would take the demo past 15
 minutes on 2 cores (measured: ~22 s per question with the 0.5B model)."""
-
-TEST_FOLDERS = {"start": "test_start", "final": "test_final"}
-"""The evaluation folders inside the run folder, per tested library (the starting libraries,
-empty or planted, and the trained ones)."""
 
 REPAIR_SETTINGS: dict[str, Any] = {
     # The whole test split: the repair's claim is a test difference, and 9 questions cannot
@@ -227,8 +224,9 @@ async def run_demo(
 ) -> DemoResult:
     """Train (inside `display`, e.g. the live progress), then evaluate the starting and the
     trained libraries greedily on the first `test_limit` test questions, compare them question
-    by question and rewrite report.md with what was learned and the transitions. All inside one
-    event loop: the roles' async HTTP clients belong to the loop that first used them.
+    by question and rewrite report.md with what was learned and the transitions (and, with
+    `planted`, the planted-skill table). All inside one event loop: the roles' async HTTP
+    clients belong to the loop that first used them.
     `resume` continues a run folder (training, then any unfinished test question).
     `start_test` is the evaluation folder of the starting libraries (default: the run folder's
     `test_start`): methods trained from the same libraries with the same loop settings test the
@@ -250,7 +248,7 @@ async def run_demo(
     unchanged = {a: lib.content_hash() for a, lib in start_team.libraries().items()} == {
         a: lib.content_hash() for a, lib in final_team.libraries().items()
     }
-    folders = {label: deps.run.path / name for label, name in TEST_FOLDERS.items()}
+    folders = {label: deps.run.test_dir(label) for label in TEST_FOLDERS}
     if start_test is not None:
         folders["start"] = start_test
     summaries: dict[str, EvalSummary] = {}
@@ -289,15 +287,16 @@ async def run_demo(
         folders["start"], folders["final"], tested, seed=config.seed, before_label=start_label
     )
     method = deps.credit_method()
+    outcomes = planted_outcomes(deps.run, planted) if planted is not None else []
     write_run_usage(deps)  # the report's usage table then covers the test as well
-    write_report(deps.run, method, comparison=comparison)
+    write_report(deps.run, method, comparison=comparison, planted=outcomes)
     return DemoResult(
         training=training,
         start=summaries["start"],
         final=summaries["final"],
         comparison=comparison,
         learned=learned_skills(deps.run, method),
-        planted=planted_outcomes(deps.run, planted) if planted is not None else [],
+        planted=outcomes,
         training_s=trained - started,
         test_s=time.perf_counter() - trained,
     )
@@ -362,49 +361,15 @@ def _recorded_rollouts(folder: Path) -> dict[str, Rollout]:
 
 def print_planted(console: Console, outcomes: list[PlantedSkillOutcome], probe: bool) -> None:
     """One row per planted skill: its kind, the critic's first credit u1 and its sign, the
-    probe's measured effect (with probe credit), which signal decided, and its fate."""
-    table = Table(title="the planted skills: credit and fate")
-    levels = {o.probe_confidence for o in outcomes if o.probe_confidence is not None}
-    interval = f"{levels.pop():.0%}" if len(levels) == 1 else "interval"
-    for column in ("agent", "skill", "kind", "critic u1", f"probe effect [{interval}]"):
+    probe's measured effect (with probe credit), which signal decided, and its fate; then the
+    repair's summary line (the cells report.md shows too, `planted_table`)."""
+    table = Table(title=PLANTED_TITLE)
+    for column in planted_columns(outcomes):
         table.add_column(column)
-    table.add_column("decided by")
-    table.add_column("fate")
-    for o in outcomes:
-        u1 = (
-            "silent"
-            if o.u1 is None
-            else f"{o.u1:+.2f}"
-            + (
-                " (sign right)"
-                if o.sign_correct
-                else " (sign wrong)"
-                if o.sign_correct is False
-                else ""
-            )
-        )
-        if o.probe_effect is None or o.probe_low is None or o.probe_high is None:
-            effect = "-" if not probe else "no pair"
-        else:
-            effect = (
-                f"{o.probe_effect:+.3f} [{o.probe_low:+.3f}, {o.probe_high:+.3f}] {o.probe_verdict}"
-            )
-        fate = o.fate + (f" (iteration {o.fate_iteration})" if o.fate_iteration else "")
-        table.add_row(o.agent, o.skill, o.kind, u1, effect, o.decided_by or "-", fate)
+    for outcome in outcomes:
+        table.add_row(*planted_row(outcome, probe))
     console.print(table)
-    harmful = [o for o in outcomes if o.kind == "harmful"]
-    helpful = [o for o in outcomes if o.kind == "helpful"]
-    signs = [o.sign_correct for o in outcomes if o.sign_correct is not None]
-    gap = separation(outcomes)
-    # Counted per kind: a helpful skill that is simply kept is not a repair.
-    console.print(
-        f"harmful removed or rewritten {sum(o.repaired for o in harmful)} of {len(harmful)}; "
-        f"helpful kept {sum(o.repaired for o in helpful)} of {len(helpful)}; "
-        f"critic signs right {sum(signs)} of {len(outcomes)} "
-        f"({len(outcomes) - len(signs)} without a credit); helpful-harmful u1 separation "
-        + ("n/a" if gap is None else f"{gap:+.2f}"),
-        highlight=False,
-    )
+    console.print(repair_summary(outcomes), highlight=False)
 
 
 def print_learned(console: Console, learned: list[LearnedSkill]) -> None:

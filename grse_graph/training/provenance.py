@@ -10,7 +10,8 @@ change the run folder gives
 - the iteration's plan (`aggregates.jsonl`): the induction patterns and the agent-level feedback
   the operator drew on;
 - the credit records of those questions (`critiques.jsonl`): the training question and gold
-  answer, the group's rewards and, for GRSE, every usable diagnosis of the matching pattern;
+  answer, the group's rewards and every usable diagnosis of the matching pattern the method's
+  record offers (`CreditRecord.cited_diagnoses`; GRSE's critiques carry them);
 - the gate's decision for that agent (`gate.jsonl`): validation before and after, the paired
   difference with its standard error, the tolerance.
 
@@ -24,9 +25,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from grse_graph.methods.base import CreditMethod, CreditRecord
+from grse_graph.methods.base import CitedDiagnosis, CreditMethod, CreditRecord
 from grse_graph.methods.gate import GateDecision
-from grse_graph.methods.grse.method import CritiqueRecord
 from grse_graph.methods.operators.schema import OperatorEvidence, OperatorName, OperatorRecord
 from grse_graph.methods.plan import (
     Action,
@@ -41,14 +41,6 @@ from .records import GateRecord
 from .run_folder import RunFolder
 
 PatternKey = tuple[str, FailureType, str | None, Action]
-
-
-class CitedDiagnosis(BaseModel):
-    """A checked failure diagnosis behind a skill change (`is_hypothesis`: no successful
-    rollout to compare with)."""
-
-    diagnosis: FailureDiagnosis
-    is_hypothesis: bool = False
 
 
 class SourceQuestion(BaseModel):
@@ -269,22 +261,18 @@ class _RunEvidence:
         diagnoses: list[CitedDiagnosis] = []
         notes: list[str] = []
         for record in records:
-            if isinstance(record, CritiqueRecord) and record.result is not None:
-                # Agent-level induction draws on every usable diagnosis of the agent in the
-                # question (its low-reward cases); pattern-based changes on the pattern's own.
-                diagnoses += [
-                    CitedDiagnosis(diagnosis=c.diagnosis, is_hypothesis=c.is_hypothesis)
-                    for c in record.result.diagnoses
-                    if c.usable
-                    and (
-                        _pattern_key(c.diagnosis) in keys
-                        or (feedback_based and c.diagnosis.agent == agent)
-                    )
-                ]
-                if feedback_based:
-                    notes += [f.feedback for f in record.result.agent_feedback if f.agent == agent]
+            # Agent-level induction draws on every usable diagnosis of the agent in the
+            # question (its low-reward cases); pattern-based changes on the pattern's own.
+            diagnoses += [
+                cited
+                for cited in record.cited_diagnoses()
+                if _pattern_key(cited.diagnosis) in keys
+                or (feedback_based and cited.diagnosis.agent == agent)
+            ]
+            if feedback_based:
+                notes += record.feedback_for(agent)
         if not diagnoses:
-            # Methods without GRSE's records: the plan's examples of this question.
+            # Records that offer no diagnoses: the plan's examples of this question.
             diagnoses = [
                 CitedDiagnosis(diagnosis=ex.diagnosis, is_hypothesis=ex.is_hypothesis)
                 for ex in examples

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,8 @@ from grse_graph.methods.registry import BUILTIN_METHODS, MethodClass, create_met
 from grse_graph.skills import Skill
 
 from .actor_tokens import actor_token_lines, actor_tokens
+from .planted_table import planted_lines
+from .probe_charts import write_probe_charts
 from .provenance import (
     GateEvidence,
     LearnedSkill,
@@ -32,11 +34,14 @@ from .provenance import (
     library_skills,
 )
 from .records import GateRecord
+from .repair import PlantedSkillOutcome
 from .run_folder import RunFolder
 
 __all__ = [
     "change_text",
     "comparison_lines",
+    "final_library_lines",
+    "gate_lines",
     "gate_text",
     "learned_lines",
     "libraries_by_iteration",
@@ -266,17 +271,62 @@ def method_states(run: RunFolder, method: CreditMethod) -> list[BaseModel]:
     return [state_type.model_validate(r.state) for r in run.method_states.read()]
 
 
+def gate_lines(gates: Sequence[GateRecord]) -> list[str]:
+    """The gate table: per iteration its base score and each agent's candidate decision."""
+    out = [
+        "| iteration | base b_t | agent | candidate s_i | s_i - b_t (± s.e.) | decision |",
+        "| ---: | ---: | --- | ---: | ---: | --- |",
+    ]
+    for gate in gates:
+        if not gate.decisions:
+            out.append(f"| {gate.iteration} | {gate.base_score:.3f} | - | - | - | no candidate |")
+        for d in gate.decisions:
+            verdict = "accepted" if d.accepted else "rejected"
+            paired = (
+                f"{d.difference:+.3f} ± {d.standard_error:.3f}"
+                if d.difference is not None and d.standard_error is not None
+                else "-"
+            )
+            out.append(
+                f"| {gate.iteration} | {d.base_score:.3f} | {d.agent} | "
+                f"{d.candidate_score:.3f} | {paired} | {verdict} |"
+            )
+    return out
+
+
+def final_library_lines(libs: dict[int, dict[str, list[Skill]]]) -> list[str]:
+    """The last saved libraries: one row per skill with its utility and provenance."""
+    final_t = max(libs) if libs else None
+    out = [f"### Final libraries (iteration {final_t})", ""]
+    out += ["| agent | skill | description | utility | provenance |"]
+    out += ["| --- | --- | --- | ---: | --- |"]
+    for agent, skills in sorted((libs.get(final_t, {}) if final_t is not None else {}).items()):
+        if not skills:
+            out.append(f"| {agent} | (empty) | | | |")
+        for s in skills:
+            utility = f"{s.utility:.2f}" if s.utility is not None else "-"
+            out.append(
+                f"| {agent} | {s.name} | {_cell(s.description)} | {utility} | "
+                f"{_cell(s.provenance or '-')} |"
+            )
+    return out
+
+
 def write_report(
     run: RunFolder,
     method: CreditMethod | None = None,
     methods: Mapping[str, MethodClass] = BUILTIN_METHODS,
     comparison: LibraryComparison | None = None,
+    planted: Sequence[PlantedSkillOutcome] = (),
 ) -> Path:
     """Write RUN/report.md and RUN/plots/*.png from the run folder's records.
 
     `method` writes its own section (default: the run's configured method, from `methods`).
     `comparison` (the test of the starting against the trained libraries, as `grse demo` and
-    `benchmarks/learning.py` run it) adds its transitions section.
+    `benchmarks/learning.py` run it) adds its transitions section; `planted` (each planted
+    skill's credit and fate, `repair.planted_outcomes`, when the run started from a planted
+    library) the planted-skill table. A run with probe credit gets each probed iteration's
+    effects chart (RUN/plots/effects_iter_<t>.png).
     """
     run.plots_dir.mkdir(parents=True, exist_ok=True)
     config = run.read_config()
@@ -306,24 +356,12 @@ def write_report(
         "",
         "![validation](plots/validation.png)",
         "",
-        "| iteration | base b_t | agent | candidate s_i | s_i - b_t (± s.e.) | decision |",
-        "| ---: | ---: | --- | ---: | ---: | --- |",
+        *gate_lines(gates),
+        "",
     ]
-    for gate in gates:
-        if not gate.decisions:
-            out.append(f"| {gate.iteration} | {gate.base_score:.3f} | - | - | - | no candidate |")
-        for d in gate.decisions:
-            verdict = "accepted" if d.accepted else "rejected"
-            paired = (
-                f"{d.difference:+.3f} ± {d.standard_error:.3f}"
-                if d.difference is not None and d.standard_error is not None
-                else "-"
-            )
-            out.append(
-                f"| {gate.iteration} | {d.base_score:.3f} | {d.agent} | "
-                f"{d.candidate_score:.3f} | {paired} | {verdict} |"
-            )
-    out += ["", *learned_lines(learned_skills(run, method))]
+    out += planted_lines(planted, probe=config.probe is not None)
+    out += write_probe_charts(run, config)
+    out += learned_lines(learned_skills(run, method))
     if comparison is not None:
         out += comparison_lines(comparison)
     out += ["", *method.report_lines(ReportInputs(records, method_states(run, method)))]
@@ -338,19 +376,7 @@ def write_report(
         )
     out += ["", "## Skills", "", "![skills](plots/skills_per_agent.png)", ""]
     out += ["![utility](plots/skill_utility.png)", ""]
-    final_t = max(libs) if libs else None
-    out += [f"### Final libraries (iteration {final_t})", ""]
-    out += ["| agent | skill | description | utility | provenance |"]
-    out += ["| --- | --- | --- | ---: | --- |"]
-    for agent, skills in sorted((libs.get(final_t, {}) if final_t is not None else {}).items()):
-        if not skills:
-            out.append(f"| {agent} | (empty) | | | |")
-        for s in skills:
-            utility = f"{s.utility:.2f}" if s.utility is not None else "-"
-            out.append(
-                f"| {agent} | {s.name} | {_cell(s.description)} | {utility} | "
-                f"{_cell(s.provenance or '-')} |"
-            )
+    out += final_library_lines(libs)
     out += ["", "## Tokens and time per role", "", *_usage_table(run.read_usage()), ""]
     out += ["### Actor tokens by stage", "", *actor_token_lines(actor_tokens(run)), ""]
     run.report_path.write_text("\n".join(out), encoding="utf-8")

@@ -15,6 +15,9 @@ Layout::
     RUN/reviews.jsonl                       ReviewRecord (`--review` only)
     RUN/validation.jsonl                    ValidationRecord
     RUN/gate.jsonl                          GateRecord
+    RUN/probes/probes.jsonl                 ProbeRun (probe credit's team runs)
+    RUN/probe_results.jsonl                 ProbeRecord (each iteration's measured effects)
+    RUN/test_start, RUN/test_final          the demo's test evaluations (`run_demo`)
     RUN/usage.json                          per-role token and time accounting
     RUN/report.md, RUN/plots/*.png          the final report
     RUN/checkpoints.sqlite                  LangGraph checkpoints (CLI runner only)
@@ -59,6 +62,10 @@ GATE_FILE = "gate.jsonl"
 METHOD_STATE_FILE = "method_state.jsonl"
 MAX_RECORDS_BYTES = 64 * 1024 * 1024
 """The most of a JSONL record file a reader through the run folder's boundary takes in."""
+
+TEST_FOLDERS: dict[str, str] = {"start": "test_start", "final": "test_final"}
+"""The evaluation folders inside the run folder, per tested library (the starting libraries,
+empty or planted, and the trained ones)."""
 
 UNSHIPPED_STATUSES = frozenset({"shadow", "disabled"})
 """Skill statuses in a method's state that keep a skill out of a shipped pack: a SkillMAS shadow
@@ -145,6 +152,11 @@ class RunFolder:
     def plots_dir(self) -> Path:
         """RUN/plots."""
         return self.path / "plots"
+
+    def test_dir(self, label: str) -> Path:
+        """RUN/test_start or RUN/test_final: the test evaluation of the starting (`start`) or
+        the trained (`final`) libraries (`TEST_FOLDERS`)."""
+        return self.path / TEST_FOLDERS[label]
 
     def exists(self) -> bool:
         """Whether this folder already holds a run (its config.json)."""

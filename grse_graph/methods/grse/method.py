@@ -11,6 +11,7 @@ from pydantic import Field
 from grse_graph.llm.tokens import CountsTokens
 from grse_graph.methods.base import (
     BaseCreditMethod,
+    CitedDiagnosis,
     CreditInputs,
     CreditRecord,
     CreditUnit,
@@ -86,6 +87,22 @@ class CritiqueRecord(CreditRecord):
     method: Literal["grse"] = "grse"
     advantages: list[float]
     result: CritiqueResult | None = None
+
+    def cited_diagnoses(self) -> list[CitedDiagnosis]:
+        """The critique's usable diagnoses (accepted or repaired by the checks)."""
+        if self.result is None:
+            return []
+        return [
+            CitedDiagnosis(diagnosis=c.diagnosis, is_hypothesis=c.is_hypothesis)
+            for c in self.result.diagnoses
+            if c.usable
+        ]
+
+    def feedback_for(self, agent: str) -> list[str]:
+        """The critic's agent-level feedback about `agent`."""
+        if self.result is None:
+            return []
+        return [f.feedback for f in self.result.agent_feedback if f.agent == agent]
 
 
 def critic_unit_id(iteration: int, question_id: str) -> str:

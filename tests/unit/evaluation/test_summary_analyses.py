@@ -115,4 +115,4 @@ def test_a_training_report_splits_the_actor_tokens_into_training_and_validation(
     assert tokens.training.model_calls == 2
     lines = "\n".join(actor_token_lines(tokens))
     assert "| training rollouts | 2 | 150 |" in lines
-    assert "| validation | 1 | 7 |" in lines
+    assert "| validation (gate) | 1 | 7 |" in lines

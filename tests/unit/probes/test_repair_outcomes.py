@@ -20,6 +20,7 @@ from grse_graph.methods.plan import (
 from grse_graph.probes import ProbeResult, SkillEffect
 from grse_graph.tasks.planted import PlantedKind, PlantedLibrary, PlantedSkill
 from grse_graph.training.demo import print_planted
+from grse_graph.training.planted_table import planted_lines, planted_row, repair_summary
 from grse_graph.training.records import AggregateRecord, GateRecord, OperatorLine, ProbeRecord
 from grse_graph.training.repair import PlantedSkillOutcome, planted_outcomes, separation
 from grse_graph.training.run_folder import RunFolder
@@ -303,3 +304,39 @@ def test_the_demo_counts_repairs_per_kind() -> None:
     text = console.export_text()
     assert "harmful removed or rewritten 1 of 2; helpful kept 1 of 1;" in text
     assert "critic signs right 1 of 3 (2 without a credit)" in text
+
+
+def test_report_md_shows_the_cells_the_demo_prints() -> None:
+    outcomes = [
+        PlantedSkillOutcome(
+            agent=AGENT,
+            skill="bad",
+            kind="harmful",
+            u1=0.6,
+            probe_effect=-0.5,
+            probe_low=-0.7,
+            probe_high=-0.3,
+            probe_verdict="hurts",
+            probe_confidence=0.8,
+            decided_by="probe",
+            fate="pruned",
+            fate_iteration=1,
+        ),
+        made("helpful", None),
+    ]
+    console = Console(record=True, width=250)
+    print_planted(console, outcomes, probe=True)
+    printed = console.export_text()
+    report = "\n".join(planted_lines(outcomes, probe=True))
+    assert "| agent | skill | kind | critic u1 | probe effect [80%] | decided by | fate |" in report
+    bad = "+0.60 (sign wrong) | -0.500 [-0.700, -0.300] hurts | probe | pruned (iteration 1) |"
+    assert f"| {AGENT} | bad | harmful | {bad}" in report
+    assert f"| {AGENT} | s | helpful | silent | no pair | - | kept |" in report
+    for cells in (planted_row(o, probe=True) for o in outcomes):
+        assert all(cell in printed for cell in cells)
+    summary = repair_summary(outcomes)
+    assert summary in report and summary in " ".join(printed.split())
+
+
+def test_no_planted_library_no_section() -> None:
+    assert planted_lines([], probe=True) == []
