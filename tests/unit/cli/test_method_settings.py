@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from grse_graph.cli import build_app, train_cmd
+from grse_graph.cli.train_options import ProbeOptions
 from grse_graph.errors import ConfigError
 from grse_graph.methods.registry import BUILTIN_METHODS
 from grse_graph.studio import train_config
@@ -176,16 +177,16 @@ def test_train_help_groups_the_options_by_the_methods_that_read_them() -> None:
 
 
 def test_probe_flags_set_the_probe_section_only_with_probe_credit() -> None:
-    assert train_cmd.probe_section({}, True, None, None, 0.8) == {"confidence": 0.8}
+    assert ProbeOptions(probe_credit=True, probe_confidence=0.8).section({}) == {"confidence": 0.8}
     toml = {"probe": {"questions": 24}}
-    assert train_cmd.probe_section(toml, False, None, 60, 0.8) == {
+    assert ProbeOptions(probe_budget=60, probe_confidence=0.8).section(toml) == {
         "questions": 24,
         "budget": 60,
         "confidence": 0.8,
     }
-    assert train_cmd.probe_section({}, False, None, None, None) is None
+    assert ProbeOptions().section({}) is None
     with pytest.raises(ConfigError, match="only with --probe-credit"):
-        train_cmd.probe_section({}, False, None, None, 0.8)
+        ProbeOptions(probe_confidence=0.8).section({})
 
 
 def test_a_probe_confidence_outside_0_1_is_refused_in_one_line(tmp_path: Path) -> None:
