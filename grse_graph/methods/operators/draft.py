@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from langchain_core.messages import BaseMessage
 
 from grse_graph.errors import GrseError
-from grse_graph.llm.structured import astructured_call
+from grse_graph.methods.operators.ask import ask_optimizer, unusable
 from grse_graph.methods.operators.base import OperatorContext
 from grse_graph.methods.operators.schema import SkillDraft
 from grse_graph.methods.operators.text import cap_body
@@ -33,11 +33,9 @@ async def draft_skill(
 ) -> CappedDraft | str:
     """The capped draft, or why there is none (`what` names the skill in that reason: the
     "drafted" skill, the "merged" skill)."""
-    model = ctx.provider.chat("optimizer", max_tokens=max_tokens)
-    try:
-        draft = await astructured_call(model, SkillDraft, list(messages))
-    except GrseError as error:
-        return f"optimizer output unusable: {error}"
+    draft = await ask_optimizer(ctx.provider, SkillDraft, messages, max_tokens=max_tokens)
+    if isinstance(draft, GrseError):
+        return unusable(draft)
     # The token counter may ask the server (blocking HTTP): off the event loop.
     body, truncated = await asyncio.to_thread(
         cap_body, draft.body, ctx.settings.body_token_cap, ctx.count_tokens

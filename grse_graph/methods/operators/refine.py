@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from grse_graph.errors import GrseError
-from grse_graph.llm.structured import astructured_call
 from grse_graph.methods.operators import prompts
 from grse_graph.methods.operators.anchored import apply_anchored_edits
+from grse_graph.methods.operators.ask import ask_optimizer, unusable
 from grse_graph.methods.operators.base import (
     OperatorContext,
     OperatorOutput,
@@ -116,10 +116,10 @@ async def refine_skill(
             )
         ),
     ]
-    model = ctx.provider.chat("optimizer", max_tokens=ctx.settings.refine_max_tokens)
-    try:
-        proposal = await astructured_call(model, RefineEdits, messages)
-    except GrseError as error:
+    proposal = await ask_optimizer(
+        ctx.provider, RefineEdits, messages, max_tokens=ctx.settings.refine_max_tokens
+    )
+    if isinstance(proposal, GrseError):
         return library, skip_record(
             "refine",
             ctx,
@@ -127,7 +127,7 @@ async def refine_skill(
             skills=[name],
             reason=reason,
             evidence=evidence,
-            skipped_reason=f"optimizer output unusable: {error}",
+            skipped_reason=unusable(proposal),
         )
     new_body, applied, skipped = apply_anchored_edits(skill.body, proposal.edits)
     skipped_reason: str | None = None

@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from grse_graph.errors import SkillError
 from grse_graph.skills import SkillLibrary
 
-from .evolution import EvolutionAction, EvolutionWork
 from .restructure import Decision
 from .skills import ParkedSkill
 from .state import RoundUndo
 from .team import TeamMember
+from .work import EvolutionAction, EvolutionWork
 
 
 def round_undo(

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 from .state import RoundRecord, SkillmasState
 
 if TYPE_CHECKING:
-    from .evolution import EvolutionAction
     from .pool import PoolDecision
     from .record import SkillmasRecord
     from .restructure import Decision
+    from .work import EvolutionAction
 
 # Each table section's header and alignment rows.
 _ACTION_COLUMNS = (

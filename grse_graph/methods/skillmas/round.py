@@ -14,16 +14,7 @@ from grse_graph.team.rollout import Rollout
 
 from .analyst_loop import ToolLoopAnalyst
 from .diagnosis import Diagnosis, cluster_failures, diagnose
-from .evolution import (
-    EvolutionWork,
-    RoundEvidence,
-    create,
-    drop_observed,
-    evaluate_pool,
-    learn,
-    prune,
-    refine,
-)
+from .evolution import drop_observed, evaluate_pool, evolve_skills
 from .penalty import demote, round_undo
 from .restructure import Decision, build_artifacts, decide
 from .retention import RetainedItem, retain
@@ -41,6 +32,7 @@ from .team import (
     specialist_role,
 )
 from .trace import VerifiedTrace
+from .work import EvolutionWork, RoundEvidence
 
 
 def learn_utilities(
@@ -259,7 +251,7 @@ async def update_round(
         members, reverted = demote(work, members, state.undo)
     evidence = RoundEvidence(
         round=iteration,
-        traces=traces,
+        traces=list(traces),
         retained=retention.items,
         diagnoses=diagnoses,
         agents=[m.name for m in members],
@@ -357,10 +349,9 @@ async def _evolve_skills(
     settings: SkillmasSettings,
 ) -> None:
     """Skill evolution in its fixed order (learn, create, refine, prune), then the pool."""
-    await learn(work, evidence, provider)
-    await create(work, evidence, provider, settings.create_requires_diagnosis)
-    await refine(work, evidence, provider)
-    prune(work)
+    await evolve_skills(
+        work, evidence, provider, require_diagnosis=settings.create_requires_diagnosis
+    )
     evaluate_pool(
         work,
         traces,

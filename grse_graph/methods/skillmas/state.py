@@ -8,12 +8,12 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from .diagnosis import Diagnosis
-from .evolution import EvolutionAction
 from .pool import PoolDecision, PoolTally, Status
 from .restructure import Decision
 from .skills import ParkedSkill
 from .tables import ExecutorUtilityTable, SkillUtilityTable
 from .team import TeamMember
+from .work import EvolutionAction
 
 
 class RetainedLine(BaseModel):
