@@ -72,7 +72,7 @@ def test_one_iteration_on_the_small_model_writes_the_run_folder(
     assert all(c.result is not None or c.error for c in critiques)
     assert len(run.aggregates.read()) == 1
     # The first group's first-agent call went out once with n=G; each reply the server sent
-    # (llama-cpp-python sends one) became that rollout's first step.
+    # (llama.cpp's server sends all n) became that rollout's first step.
     first_opening = run.openings.read()[0]
     assert first_opening.requested == 2
     assert 1 <= len(first_opening.replies) <= 2
