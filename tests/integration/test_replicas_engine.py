@@ -21,19 +21,17 @@ from typing import NamedTuple
 import httpx
 import pytest
 
-from grse_graph.llm import ModelRoles, UsageLedger, load_config
+from grse_graph.llm import ModelRoles, UsageLedger
 from grse_graph.llm.affinity import question_key
 from grse_graph.llm.config import EngineSettings, default_cache_dir
 from grse_graph.llm.replicas import ROUTER_EXECUTABLE, LocalReplicas
-from grse_graph.methods.grse.method import CritiqueRecord, GrseSettings
-from grse_graph.methods.grse.payload import PayloadLimits
+from grse_graph.methods.grse.method import CritiqueRecord
 from grse_graph.tasks.registry import load_task
-from grse_graph.training.config import TrainConfig
 from grse_graph.training.graph import TrainingDeps
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import TrainResult, run_training
 from tests.faults.harness import repeated_units
-from tests.tiny_task import TINY_ROWS, write_tiny_task
+from tests.tiny_task import TINY_ROWS, tiny_grse_config, tiny_llm, write_tiny_task
 
 pytestmark = pytest.mark.engine
 
@@ -116,30 +114,8 @@ def replicas(tmp_path: Path) -> Iterator[LocalReplicas]:
 def _train(
     replicas: LocalReplicas, data: Path, run: RunFolder, witness: ReplicaWitness, *, resume: bool
 ) -> TrainResult:
-    llm = load_config(
-        env={},
-        overrides={
-            **{f"{role}.base_url": replicas.base_url for role in ("actor", "critic", "optimizer")},
-            "actor.max_tokens": 64,
-            "critic.max_tokens": 300,
-            "optimizer.max_tokens": 300,
-        },
-    )
-    config = TrainConfig(
-        task="jsonl",
-        data=str(data),
-        iterations=1,
-        method=GrseSettings(
-            group_size=2,
-            critic_max_tokens=300,
-            payload_limits=PayloadLimits(
-                step_output_chars=400, tool_result_chars=300, step_input_chars=600
-            ),
-        ),
-        batch_size=TRAIN_QUESTIONS,
-        validation_size=2,
-        concurrency=2,
-    )
+    llm = tiny_llm(replicas.base_url)
+    config = tiny_grse_config(data, batch_size=TRAIN_QUESTIONS)
     ledger = UsageLedger()
     with ModelRoles(llm, ledger, async_transport=witness) as roles:
         deps = TrainingDeps(

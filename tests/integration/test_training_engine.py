@@ -11,15 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from grse_graph.llm import ModelRoles, UsageLedger, load_config
-from grse_graph.methods.grse.method import CritiqueRecord, GrseSettings
-from grse_graph.methods.grse.payload import PayloadLimits
+from grse_graph.llm import ModelRoles, UsageLedger
+from grse_graph.methods.grse.method import CritiqueRecord
 from grse_graph.tasks.registry import load_task
-from grse_graph.training.config import TrainConfig
 from grse_graph.training.graph import TrainingDeps
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import run_training
-from tests.tiny_task import write_tiny_task
+from tests.tiny_task import tiny_grse_config, tiny_llm, write_tiny_task
 
 
 @pytest.mark.engine
@@ -27,31 +25,8 @@ def test_one_iteration_on_the_small_model_writes_the_run_folder(
     small_engine_url: str, tmp_path: Path
 ) -> None:
     data = write_tiny_task(tmp_path / "tiny.jsonl")
-    llm = load_config(
-        env={},
-        overrides={
-            **{f"{role}.base_url": small_engine_url for role in ("actor", "critic", "optimizer")},
-            # Small caps keep the 135M model fast; the 4k-token engine context must hold them.
-            "actor.max_tokens": 64,
-            "critic.max_tokens": 300,
-            "optimizer.max_tokens": 300,
-        },
-    )
-    config = TrainConfig(
-        task="jsonl",
-        data=str(data),
-        iterations=1,
-        method=GrseSettings(
-            group_size=2,
-            critic_max_tokens=300,
-            payload_limits=PayloadLimits(
-                step_output_chars=400, tool_result_chars=300, step_input_chars=600
-            ),
-        ),
-        batch_size=2,
-        validation_size=2,
-        concurrency=2,
-    )
+    llm = tiny_llm(small_engine_url)
+    config = tiny_grse_config(data, batch_size=2)
     ledger = UsageLedger()
     run = RunFolder(tmp_path / "run")
     with ModelRoles(llm, ledger) as roles:
