@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,28 @@ from grse_graph.llm.config import EngineSettings, default_cache_dir
 from grse_graph.llm.engine import LocalEngine
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+SLOW_TEST_S = 30.0
+"""A test slower than this is named with its time as soon as it ends, so a run stopped by a
+time limit (CI's) still says where its time went; `--durations` prints only at the end."""
+
+
+class SlowTestLines:
+    """Writes `[slow test] SECONDS NODEID (clock)` after each test slower than `SLOW_TEST_S`."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        reporter = self._config.pluginmanager.get_plugin("terminalreporter")
+        if report.when != "call" or report.duration < SLOW_TEST_S or reporter is None:
+            return
+        reporter.write("\n")  # the dots of the test's file are still on this row
+        clock = time.strftime("%H:%M:%S")
+        reporter.write_line(f"[slow test] {report.duration:.0f} s {report.nodeid} ({clock})")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(SlowTestLines(config), "grse-slow-test-lines")
 
 
 @pytest.fixture(scope="session")

@@ -25,8 +25,6 @@ from collections import Counter
 from collections.abc import Callable
 
 import regex
-from nltk.stem import PorterStemmer
-from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 from pydantic import BaseModel, ConfigDict
 
 from grse_graph.errors import ScoringError
@@ -56,7 +54,11 @@ def normalize_locomo(s: str) -> str:
     return " ".join(text.split())
 
 
+# NLTK is imported where a score is computed: importing it costs about 2 s, a third of the
+# `grse` command's start-up, and most commands score nothing.
 def _stemmed_tokens(text: str) -> list[str]:
+    from nltk.stem import PorterStemmer
+
     stemmer = PorterStemmer()
     return [stemmer.stem(token) for token in normalize_locomo(text).split()]
 
@@ -73,6 +75,8 @@ def _token_f1(prediction: str, gold: str) -> float:
 
 
 def _token_bleu(prediction: str, gold: str) -> float:
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
     hypothesis = _stemmed_tokens(prediction)
     reference = _stemmed_tokens(gold)
     if not hypothesis or not reference:

@@ -53,7 +53,7 @@ def test_engine_killed_mid_run_gives_one_line_then_resume_starts_a_new_engine(
     tmp_path: Path,
 ) -> None:
     data = write_tiny_task(tmp_path / "tiny.jsonl")
-    flags = ["--task", "jsonl", "--data", str(data), "--iterations", "1", "--batch-size", "2",
+    flags = ["--task", "jsonl", "--data", str(data), "--iterations", "1", "--batch-size", "1",
              "--group-size", "2", "--validation-size", "2", "--concurrency", "1"]  # fmt: skip
     run_path = tmp_path / "run"
     started = time.perf_counter()

@@ -21,12 +21,16 @@ import pytest
 
 from grse_graph.llm.engine import ENGINE_MODEL_ALIAS
 from grse_graph.reproduce.registry import TABLES
-from tests.integration.test_evals_smoke_engine import REPO, TABLE_TIMEOUT_S, user_environment
+from tests.integration.test_evals_smoke_engine import (
+    REPO,
+    TABLE_TIMEOUT_S,
+    THROUGH_CONFIG,
+    user_environment,
+)
 
 SERVER_START_S = 300
 """A guard against a server that never says where it listens, not a bound."""
-TABLE = "table4_5"
-"""The cheapest table that trains (29 calls at the smoke size against the fake server)."""
+TABLE = THROUGH_CONFIG
 
 
 def _lines(stream: object, into: queue.Queue[str]) -> None:

@@ -1,6 +1,6 @@
 """One real MASkills training iteration on the embedded engine (small model, tiny sizes).
 
-Two training and two validation questions with one-sentence contexts keep every prompt short,
+One training and two validation questions with one-sentence contexts keep every prompt short,
 so the run takes a few minutes on a busy 2-core machine. It checks what MASkills writes to the
 run folder (one rollout and one credit record per training question, the plan, the gate
 decision) and that the critic and the optimizer ran on their own roles.
@@ -51,7 +51,7 @@ def test_one_maskills_iteration_on_the_small_model(small_engine_url: str, tmp_pa
                 },
             },
             "iterations": 1,
-            "batch_size": 2,
+            "batch_size": 1,
             "validation_size": 2,
             "concurrency": 2,
         }
@@ -71,7 +71,7 @@ def test_one_maskills_iteration_on_the_small_model(small_engine_url: str, tmp_pa
     assert result.iterations_done == 1
     assert run.read_config().method.name == "maskills"
     rollouts = run.rollouts.read()
-    assert len(rollouts) == 2  # one rollout per training question
+    assert len(rollouts) == 1  # one rollout per training question
     assert all(r.rollout.steps for r in rollouts)
     records = run.credits(MaskillsRecord).read()
     assert sorted(r.rollout_ids[0] for r in records) == sorted(r.unit_id for r in rollouts)
@@ -90,6 +90,6 @@ def test_one_maskills_iteration_on_the_small_model(small_engine_url: str, tmp_pa
     assert (run.path / "libraries" / "iter_1").is_dir()
     assert "## MASkills credit" in (run.path / "report.md").read_text()
     usage = run.read_usage()
-    assert usage["roles"]["actor"]["calls"] >= 4
+    assert usage["roles"]["actor"]["calls"] >= 2
     # The critic ran on its own role (the reference ran it on the actor, spec D-7), counted.
-    assert usage["roles"]["critic"]["calls"] >= 2
+    assert usage["roles"]["critic"]["calls"] >= 1

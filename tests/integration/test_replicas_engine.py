@@ -1,6 +1,7 @@
-"""A GRSE iteration through vLLM's router over two embedded engine replicas (small model, one
-thread each): each question's requests land on one replica, a replica killed mid-run costs a
-retry and the run completes, and a resume of the finished run asks the model nothing.
+"""A GRSE iteration through vLLM's router over two embedded engine replicas (small model, two
+threads each, one request at a time): each question's requests land on one replica, a replica
+killed mid-run costs a retry and the run completes, and a resume of the finished run asks the
+model nothing.
 
 Which replica computed a request is read from the replicas' own ``/metrics`` (their token
 counters), around each request; the witness transport below sends one request at a time so
@@ -37,13 +38,9 @@ pytestmark = pytest.mark.engine
 
 KEY_HEADER = "X-Session-ID"
 COUNTERS = re.compile(r"^llamacpp:(?:prompt_tokens_total|tokens_predicted_total) (\S+)$", re.M)
-ROWS = (
-    *TINY_ROWS,
-    ("train", "What fruit is in the bowl?", "pears", "The bowl on the table holds pears."),
-    ("train", "Who fixed the bike?", "Tomas", "Tomas fixed the bike on Sunday."),
-)
-TRAIN_QUESTIONS = 4
-"""Four groups, so that with two replicas the hash almost surely uses both."""
+TRAIN_QUESTIONS = 2
+"""The tiny task's two groups: the failover needs none of them on the killed replica (the
+validation question that picked the replica to kill is asked again after the kill)."""
 
 
 class Served(NamedTuple):
@@ -131,9 +128,9 @@ def _train(
 def test_each_question_on_one_replica_and_a_killed_replica_costs_a_retry(
     replicas: LocalReplicas, tmp_path: Path
 ) -> None:
-    data = write_tiny_task(tmp_path / "tiny.jsonl", ROWS)
+    data = write_tiny_task(tmp_path / "tiny.jsonl")
     keys = {
-        split: {question_key(f"q{i}") for i, row in enumerate(ROWS) if row[0] == split}
+        split: {question_key(f"q{i}") for i, row in enumerate(TINY_ROWS) if row[0] == split}
         for split in ("train", "validation")
     }
     run = RunFolder(tmp_path / "run")

@@ -30,7 +30,7 @@ CEILINGS = {
 """Calls (each of `n` choices counted) per table at the smoke size, later tables reusing the
 runs of earlier ones."""
 CRITIC_AND_OPTIMIZER = 31
-"""Critic and optimizer calls of all tables together (at cap 300 the costliest calls; Table
+"""Critic and optimizer calls of all tables together (at cap 160 the costliest calls; Table
 9's typing calls, 6 of them, are capped at 32 tokens)."""
 OUTPUTS = {"table4_5": ("table4", "table5")}
 
