@@ -13,29 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from grse_graph.llm import ModelRoles, UsageLedger, load_config
+from grse_graph.llm import ModelRoles, UsageLedger
 from grse_graph.methods.maskills import MaskillsRecord
 from grse_graph.tasks.registry import load_task
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.graph import TrainingDeps
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import run_training
-from tests.tiny_task import write_tiny_task
+from tests.tiny_task import tiny_llm, write_tiny_task
 
 
 @pytest.mark.engine
 def test_one_maskills_iteration_on_the_small_model(small_engine_url: str, tmp_path: Path) -> None:
     data = write_tiny_task(tmp_path / "tiny.jsonl")
-    llm = load_config(
-        env={},
-        overrides={
-            **{f"{role}.base_url": small_engine_url for role in ("actor", "critic", "optimizer")},
-            # Small caps keep the 135M model fast; the 4k-token engine context must hold them.
-            "actor.max_tokens": 64,
-            "critic.max_tokens": 300,
-            "optimizer.max_tokens": 300,
-        },
-    )
+    llm = tiny_llm(small_engine_url)
     config = TrainConfig.model_validate(
         {
             "task": "jsonl",
