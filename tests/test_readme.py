@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from grse_graph.methods.base import CreditMethod
 from tests.fakeserver import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,7 +21,15 @@ PAGES = (README, *sorted((ROOT / "docs").glob("*.md")))
 """Every page whose tagged examples are run: the README and the docs pages."""
 MARKER = "<!-- readme-test: "
 BLOCK = re.compile(r"<!-- readme-test: (\w+) -->\s*```python\n(.*?)```", re.DOTALL)
-EXAMPLES = {"unit": 2, "engine": 2, "api": 2, "studio": 1, "langsmith": 1, "postgres": 1}
+EXAMPLES = {
+    "unit": 2,
+    "engine": 2,
+    "api": 2,
+    "docs": 1,
+    "studio": 1,
+    "langsmith": 1,
+    "postgres": 1,
+}
 """How many examples of each kind the pages hold together: an example that loses its tag when
 it moves between pages would otherwise silently stop being run."""
 
@@ -98,6 +107,23 @@ def test_readme_python_api_trains_evaluates_and_ships_from_grse_graph_alone() ->
     assert calls == sorted(calls)
     methods = page_examples(ROOT / "docs" / "METHODS.md", "api")
     assert any("SilentMethod" in code for code in methods)
+
+
+@pytest.mark.parametrize("code", readme_examples("docs"))
+def test_docs_example_runs(code: str) -> None:
+    # A page's own example: it asserts or prints what it shows; it must run as written.
+    assert run_example(code, {}).strip()
+
+
+def test_the_interface_listed_in_methods_md_is_credit_method_s() -> None:
+    text = (ROOT / "docs" / "METHODS.md").read_text(encoding="utf-8")
+    section = text.split("## The interface", 1)[1].split("\n## ", 1)[0]
+    (listing,) = re.findall(r"```text\n(.*?)```", section, re.DOTALL)
+    listed = set(re.findall(r"^    (?:async def |def )?(\w+)[:(]", listing, re.MULTILINE))
+    protocol = set(CreditMethod.__annotations__) | {
+        name for name, value in vars(CreditMethod).items() if callable(value) and name[0] != "_"
+    }
+    assert listed == protocol, (sorted(listed - protocol), sorted(protocol - listed))
 
 
 # -- the integration sections (Studio, LangSmith, PostgreSQL) ---------------------------------

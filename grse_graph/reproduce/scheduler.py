@@ -78,6 +78,8 @@ def execute_runs(
         running: dict[Future[Result], str] = {}
         while pending or running:
             for run_id, spec in list(pending.items()):
+                if len(running) >= jobs:  # "running" is said when a run starts, not queues
+                    break
                 if any(n not in results for n in spec.needs):
                     continue
                 del pending[run_id]

@@ -76,7 +76,12 @@ def parser_for(table: TableDef) -> argparse.ArgumentParser:
         action="store_true",
         help="print the runs that would be made and their estimated calls and tokens per role",
     )
-    parser.add_argument("--jobs", type=int, default=1, help="independent runs at once")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="independent runs at once (endpoints given by --config; on the embedded engine 1)",
+    )
     parser.add_argument(
         "--commit", default=None, help="the commit in run ids (default: this checkout's HEAD)"
     )
@@ -217,6 +222,14 @@ def run_table(table: TableDef, ctx: TableContext, *, jobs: int, dry_run: bool) -
     if dry_run:
         print_dry_run(ctx, table, runs)
         return []
+    embedded = [actor.label for actor in ctx.actors if actor.llm.uses_embedded_engine()]
+    if jobs > 1 and embedded:
+        # Each run opens its own endpoints: N runs at once would be N engines, each taking
+        # every core, slower together than one after the other.
+        raise GrseError(
+            f"--jobs {jobs} would start {jobs} embedded engines at once (actor {embedded[0]}); "
+            "use --jobs 1, or serve one engine (`grse serve local`) and pass it with --config"
+        )
     contexts = {actor.label: ctx.run_context(actor) for actor in ctx.actors}
     # Every task the unfinished runs read loads now: no data is one line before any engine.
     pending = [spec for spec in runs if run_state(spec, ctx.root) != "finished"]

@@ -220,3 +220,14 @@ def test_a_table_without_its_data_stops_before_any_run(
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and out.startswith("error: locomo: no data: ")
     assert not (tmp_path / "runs").exists() and not (tmp_path / "manifests").exists()
+
+
+def test_jobs_on_the_embedded_engine_stop_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each run opens its own endpoints: two at once would be two engines on the same cores.
+    assert main("table1", ["--smoke", "--jobs", "2", "--out", str(tmp_path)], env=NO_ENV) == 1
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith("error: --jobs 2 would start 2 embedded")
+    assert "--config" in out
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "manifests").exists()

@@ -311,6 +311,16 @@ def test_jobs_run_independent_runs_side_by_side(tmp_path: Path) -> None:
     assert all(isinstance(r, RunOutcome) for r in results.values())
 
 
+def test_one_job_says_running_only_for_the_run_in_flight(tmp_path: Path) -> None:
+    said: list[str] = []
+    first, second = spec(seed=0), spec(seed=1)
+    recorder = Recorder()
+    execute_runs(
+        [first, second], tmp_path, _contexts(), say=said.append, executors={"eval": recorder}
+    )
+    assert [line.split()[0] for line in said] == ["running", "finished", "running", "finished"]
+
+
 def test_a_run_needing_one_outside_the_manifest_is_refused(tmp_path: Path) -> None:
     orphan = spec(needs=("missing-run",))
     with pytest.raises(ValueError, match="missing-run"):
