@@ -5,14 +5,32 @@ configured by an `LLMConfig` (`load_config`) and recording into a `UsageLedger`.
 output goes through `structured_call`. `LocalEngine` runs llama.cpp on loopback.
 """
 
-from grse_graph.llm.accounting import PromptEvalStats, RoleUsage, UsageLedger, UsageReport
-from grse_graph.llm.config import EngineSettings, LLMConfig, RoleSettings, load_config
-from grse_graph.llm.engine import LocalEngine
-from grse_graph.llm.models import resolve_model
-from grse_graph.llm.provider import ROLES, ChatModelProvider, RoleName, SamplingSettings
-from grse_graph.llm.roles import ModelRoles
-from grse_graph.llm.structured import astructured_call, structured_call
-from grse_graph.llm.vllm import build_vllm_command
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from grse_graph.llm.accounting import PromptEvalStats, RoleUsage, UsageLedger, UsageReport
+    from grse_graph.llm.config import EngineSettings, LLMConfig, RoleSettings, load_config
+    from grse_graph.llm.engine import LocalEngine
+    from grse_graph.llm.models import resolve_model
+    from grse_graph.llm.provider import ROLES, ChatModelProvider, RoleName, SamplingSettings
+    from grse_graph.llm.roles import ModelRoles
+    from grse_graph.llm.structured import astructured_call, structured_call
+    from grse_graph.llm.vllm import build_vllm_command
+
+_HOME = {
+    "accounting": ("PromptEvalStats", "RoleUsage", "UsageLedger", "UsageReport"),
+    "config": ("EngineSettings", "LLMConfig", "RoleSettings", "load_config"),
+    "engine": ("LocalEngine",),
+    "models": ("resolve_model",),
+    "provider": ("ROLES", "ChatModelProvider", "RoleName", "SamplingSettings"),
+    "roles": ("ModelRoles",),
+    "structured": ("astructured_call", "structured_call"),
+    "vllm": ("build_vllm_command",),
+}
+_MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
 
 __all__ = [
     "ROLES",
@@ -34,3 +52,12 @@ __all__ = [
     "resolve_model",
     "structured_call",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: reading a config (the CLI's start, `grse skills`, the engine's
+    # child process) does not pay for langchain and openai, which only a model call needs.
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'grse_graph.llm' has no attribute {name!r}")
+    return getattr(import_module(f"grse_graph.llm.{module}"), name)

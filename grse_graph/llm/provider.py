@@ -8,10 +8,12 @@ unit tests pass a provider that returns fake chat models.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:  # a return annotation only: reading roles and settings needs no langchain
+    from langchain_core.language_models import BaseChatModel
 
 RoleName = Literal["actor", "critic", "optimizer"]
 ROLES: tuple[RoleName, ...] = ("actor", "critic", "optimizer")
