@@ -107,6 +107,7 @@ def _serve_replicas(settings: EngineSettings, replicas: int, stop: threading.Eve
         _echo(f"base_url: {running.base_url}")
         for index, url in enumerate(running.worker_urls):
             _echo(f"replica {index}: {url}")
+        _echo(f"router metrics: {running.metrics_url}")
         for note in running.notes:
             _echo(note)
         _echo(f'put base_url = "{running.base_url}" in [actor] (and [critic], [optimizer])')

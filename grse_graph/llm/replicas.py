@@ -54,8 +54,16 @@ def router_command(
     port: int,
     settings: RouterSettings,
     executable: str = ROUTER_EXECUTABLE,
+    metrics_port: int | None = None,
 ) -> list[str]:
-    """The ``vllm-router`` command over ``worker_urls`` (server roots, without ``/v1``)."""
+    """The ``vllm-router`` command over ``worker_urls`` (server roots, without ``/v1``).
+
+    ``metrics_port``: where its Prometheus metrics listen, on ``host``. Without it vllm-router
+    0.1.17 binds 0.0.0.0:29000 and exits at start when that port is taken (seen: the replicas
+    test's router, while another process held it), so replicas started here always name one."""
+    metrics = [] if metrics_port is None else [
+        "--prometheus-host", host, "--prometheus-port", str(metrics_port),
+    ]  # fmt: skip
     return [
         executable,
         "--host", host,
@@ -66,6 +74,7 @@ def router_command(
         "--health-failure-threshold", str(settings.health_failure_threshold),
         "--retry-max-retries", str(settings.retry_max_retries),
         "--request-timeout-secs", str(settings.request_timeout_s),
+        *metrics,
     ]  # fmt: skip
 
 
@@ -103,6 +112,7 @@ class LocalReplicas(Started):
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self._port: int | None = None
+        self._metrics_port: int | None = None
 
     @property
     def base_url(self) -> str:
@@ -110,6 +120,13 @@ class LocalReplicas(Started):
         if self._port is None:
             raise EngineError("the replicas are not started")
         return f"http://{self.settings.host}:{self._port}/v1"
+
+    @property
+    def metrics_url(self) -> str:
+        """The router's Prometheus metrics."""
+        if self._metrics_port is None:
+            raise EngineError("the replicas are not started")
+        return f"http://{self.settings.host}:{self._metrics_port}/metrics"
 
     @property
     def worker_urls(self) -> list[str]:
@@ -134,12 +151,14 @@ class LocalReplicas(Started):
                 log = self._log_dir / f"replica-{index}.log"
                 self.engines.append(LocalEngine(self.settings, log_path=log).start())
             self._port = free_port(self.settings.host)
+            self._metrics_port = free_port(self.settings.host)
             command = router_command(
                 self.worker_urls,
                 host=self.settings.host,
                 port=self._port,
                 settings=self.router,
                 executable=executable,
+                metrics_port=self._metrics_port,
             )
             self._log = (self._log_dir / "router.log").open("wb")
             self._process = subprocess.Popen(

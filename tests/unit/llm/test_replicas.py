@@ -19,6 +19,15 @@ def test_router_command_hashes_the_key_and_checks_health_every_second() -> None:
     assert command[0] == "vllm-router"
     assert "--worker-urls http://127.0.0.1:1 http://127.0.0.1:2 --policy consistent_hash" in joined
     assert "--health-check-interval-secs 1 --health-failure-threshold 1" in joined
+    assert "--prometheus" not in joined  # the router's own default, for a box of its own
+
+
+def test_replicas_started_here_name_their_router_s_metrics_port_on_loopback() -> None:
+    # vllm-router binds 0.0.0.0:29000 for its metrics unless told, and exits when it is taken.
+    command = router_command(
+        ["http://127.0.0.1:1"], host="127.0.0.1", port=9, settings=RouterSettings(), metrics_port=7
+    )
+    assert " ".join(command).endswith("--prometheus-host 127.0.0.1 --prometheus-port 7")
 
 
 def test_serve_vllm_replicas_prints_each_server_and_the_router_in_front() -> None:
