@@ -52,6 +52,7 @@ from grse_graph.llm import LLMConfig, load_config
 from grse_graph.methods.aggregation import bucket_by_skill
 from grse_graph.methods.base import CreditInputs, CreditUnit
 from grse_graph.methods.grse.method import CritiqueRecord, GrseMethod, GrseSettings
+from grse_graph.output import output_console
 from grse_graph.probes.effects import EffectVerdict
 from grse_graph.probes.report import AUDIT_FILE, AuditRecord, AuditReport, interval_text, signed
 from grse_graph.skills import SkillLibrary
@@ -744,8 +745,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Score the run's critic and every chosen critic's replays; exit 1 with one line on bad
     input."""
     args = parse_args(argv)
-    console = Console()
-    errors = Console(stderr=True)
+    console = output_console()
+    errors = output_console(stderr=True)
     try:
         chosen = critics(args)
         recorded = load_recorded(

@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +35,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from grse_graph.llm.config import EngineSettings, default_cache_dir  # noqa: E402
 from grse_graph.llm.engine import LocalEngine  # noqa: E402
+from grse_graph.output import output_console  # noqa: E402
 from tests.fakeserver import FakeOpenAIServer  # noqa: E402
 from tests.faults.harness import (  # noqa: E402
     KILL_POINTS,
@@ -144,7 +144,7 @@ def main() -> int:
     points = [p for p in KILL_POINTS if p.stage in wanted]
     if not points or len(points) != len(wanted):
         parser.error(f"--points: choose from {', '.join(p.stage for p in KILL_POINTS)}")
-    console = Console(width=200)
+    console = output_console()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="grse-faults-") as scratch:
         workdir = args.keep or Path(scratch)

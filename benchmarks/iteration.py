@@ -46,6 +46,7 @@ from grse_graph.llm.provider import ChatModelProvider, RoleName
 from grse_graph.methods.grse.aggregate import DEFAULT_AGGREGATE_MAX_TOKENS
 from grse_graph.methods.grse.method import CritiqueRecord
 from grse_graph.methods.operators.base import OperatorSettings
+from grse_graph.output import output_console
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.demo import DEMO_ACTOR_MAX_TOKENS, learning_config
 from grse_graph.training.graph import TrainingDeps
@@ -399,7 +400,7 @@ def main() -> None:
     unknown = [name for name in names if name not in profiles]
     if unknown:
         parser.error(f"unknown profile(s) {', '.join(unknown)}; known: {', '.join(profiles)}")
-    console = Console()
+    console = output_console()
     out = args.out or Path(tempfile.mkdtemp(prefix="grse-iteration-bench-"))
     base = learning_config(
         task=args.task,

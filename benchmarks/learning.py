@@ -37,6 +37,7 @@ from rich.table import Table
 from grse_graph.errors import GrseError
 from grse_graph.llm import load_config
 from grse_graph.methods.registry import METHOD_NAMES, method_class
+from grse_graph.output import output_console
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.demo import (
     DEMO_SETTINGS,
@@ -177,7 +178,7 @@ def main() -> None:
             raise SystemExit(f"error: {error}") from None
     test_limit = args.test or (DEMO_TEST_LIMIT if args.task == "demo" else HOTPOTQA_TEST)
     out = args.out or Path(tempfile.mkdtemp(prefix="grse-learning-bench-"))
-    console = Console()
+    console = output_console()
     # The protocol's training top-k is the actor family's (20 Qwen, 64 Gemma).
     top_k = load_config(overrides=demo_llm_overrides(args.model)).training_top_k()
     runs: list[LearningRun] = []

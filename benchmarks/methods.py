@@ -30,6 +30,7 @@ from rich.table import Table
 from grse_graph.llm import LLMConfig, load_config
 from grse_graph.methods.base import CreditRecord
 from grse_graph.methods.registry import METHOD_NAMES
+from grse_graph.output import output_console
 from grse_graph.team.rollout import Rollout
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.demo import (
@@ -120,7 +121,7 @@ def main() -> None:
     parser.add_argument("--group-size", type=int, default=4)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    console = Console()
+    console = output_console()
     out = args.out or Path(tempfile.mkdtemp(prefix="grse-methods-bench-"))
     llm = load_config(overrides=demo_llm_overrides(args.model))
     results: dict[str, dict[str, Any]] = {}

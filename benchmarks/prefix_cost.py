@@ -34,6 +34,7 @@ from rich.table import Table
 from grse_graph.cli.eval_cmd import parse_library_option
 from grse_graph.evaluation import run_evaluation
 from grse_graph.llm import SamplingSettings, load_config
+from grse_graph.output import output_console
 from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.registry import load_task
 from grse_graph.team import default_team
@@ -166,7 +167,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=24, help="first N demo test questions")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    console = Console()
+    console = output_console()
     out = args.out or Path(tempfile.mkdtemp(prefix="grse-prefix-cost-"))
     libraries = load_merged(args.library or DEFAULT_LIBRARIES)
     llm = load_config(overrides=demo_llm_overrides(args.model))

@@ -65,6 +65,7 @@ from rich.table import Table
 
 from grse_graph.errors import GrseError
 from grse_graph.evaluation.transitions import LibraryComparison
+from grse_graph.output import output_console
 from grse_graph.tasks.planted import PlantedLibrary, demo_planted, load_planted, locomo_planted
 from grse_graph.team import default_team
 from grse_graph.training.config import TrainConfig
@@ -583,7 +584,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         specs, plan = make_plan(args)
     except GrseError as error:
         raise SystemExit(f"error: {error}") from None
-    console = Console()
+    console = output_console()
     if args.dry_run:
         print_dry_run(console, specs, plan, args.out, args.model)
         return

@@ -24,13 +24,13 @@ from pathlib import Path
 
 import httpx
 from pydantic import BaseModel
-from rich.console import Console
 from rich.table import Table
 
 from grse_graph.llm import ModelRoles, UsageLedger, load_config
 from grse_graph.llm.affinity import question_key
 from grse_graph.llm.config import EngineSettings, default_cache_dir
 from grse_graph.llm.replicas import LocalReplicas, RouterSettings, find_router
+from grse_graph.output import output_console
 from grse_graph.tasks.registry import load_task
 from grse_graph.training.demo import DEMO_ACTOR_MAX_TOKENS, learning_config
 from grse_graph.training.graph import TrainingDeps
@@ -162,7 +162,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     find_router()
-    console = Console()
+    console = output_console()
     shares: dict[str, float] = {}
     for policy in POLICIES:
         usage, wall, groups = run_policy(policy, args)
