@@ -91,6 +91,36 @@ def run_state(spec: RunSpec, root: Path) -> RunState:
     return "new"
 
 
+def runs_at_other_commits(specs: Iterable[RunSpec], root: Path) -> dict[str, list[str]]:
+    """Commit -> ids of the runs under `root` that do the work of one of `specs` but carry
+    another commit in their id (a table started before a `git pull`): they are reused or
+    resumed only when `--commit` names that commit. A folder without a readable spec.json is
+    not a run of this layer and is passed over."""
+    runs = root / RUNS_DIR
+    if not runs.is_dir():
+        return {}
+    work = {_work_of(spec): spec.commit for spec in specs}
+    found: dict[str, list[str]] = {}
+    for folder in sorted(runs.iterdir()):
+        try:
+            document = json.loads((folder / SPEC_FILE).read_text(encoding="utf-8"))
+            document.pop("id", None)  # spec.json names its folder beside the spec
+            other = RunSpec.model_validate(document)
+        except (OSError, ValueError, AttributeError):
+            continue
+        commit = work.get(_work_of(other))
+        if commit is not None and commit != other.commit:
+            found.setdefault(other.commit, []).append(folder.name)
+    return found
+
+
+def _work_of(spec: RunSpec) -> str:
+    # What a run computes, without the commit: the ids of the runs it reads (in `needs` and in
+    # its params) carry the commit and a digest over it, so both are masked.
+    text = json.dumps(spec.model_dump(mode="json", exclude={"commit", "needs"}), sort_keys=True)
+    return re.sub(rf"-{re.escape(slug(spec.commit))}-[0-9a-f]{{8}}\b", "-<run>", text)
+
+
 def state_action(state: RunState) -> str:
     """What running a table does with a run in `state`."""
     return {

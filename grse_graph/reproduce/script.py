@@ -18,7 +18,7 @@ from grse_graph.output import output_console
 from . import cost as costs
 from .context import TableContext, current_commit, load_actors
 from .data import OFFICIAL, SMOKE_FIXTURES, load_fixtures, require_data, resolve_sources
-from .manifest import Manifest, RunSpec, run_state, state_action
+from .manifest import Manifest, RunSpec, run_state, runs_at_other_commits, state_action
 from .paper import load_paper
 from .registry import TABLES
 from .scheduler import execute_runs
@@ -184,6 +184,17 @@ def _number(value: int) -> str:
     return f"{value:,}"
 
 
+def other_commit_lines(runs: Sequence[RunSpec], root: Path) -> list[str]:
+    """One line per commit under whose id runs of this table's work already exist: a table
+    resumed after a `git pull` makes its runs anew unless `--commit` names that commit."""
+    new = [spec for spec in runs if run_state(spec, root) == "new"]
+    return [
+        f"note: {len(ids)} of these runs exist at commit {commit} (e.g. {ids[0]}); "
+        f"pass --commit {commit} to reuse or resume them instead of starting over"
+        for commit, ids in runs_at_other_commits(new, root).items()
+    ]
+
+
 def print_dry_run(ctx: TableContext, table: TableDef, runs: Sequence[RunSpec]) -> None:
     """The header, each run with its state and estimated cost, and the totals per role."""
 
@@ -208,6 +219,8 @@ def print_dry_run(ctx: TableContext, table: TableDef, runs: Sequence[RunSpec]) -
         cost = f"; est. {roles}" if roles else ""
         say(f"{spec.run_id} [{spec.kind}] {state_action(state)}{cost}")
     say(f"runs: {len(runs)}, to make: {len(pending)}")
+    for line in other_commit_lines(runs, ctx.root):
+        say(line)
     for role, c in costs.total(pending).items():
         say(
             f"estimated {role}: {_number(c.calls)} calls, {_number(c.prompt_tokens)} prompt + "
@@ -239,6 +252,8 @@ def run_table(table: TableDef, ctx: TableContext, *, jobs: int, dry_run: bool) -
     def say(line: str) -> None:
         ctx.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
+    for line in other_commit_lines(runs, ctx.root):
+        say(line)
     results = execute_runs(runs, ctx.root, contexts, jobs=jobs, say=say)
     written: list[Path] = []
     for result_table in table.build(ctx, results):

@@ -14,11 +14,18 @@ import pytest
 from grse_graph.errors import ConfigError
 from grse_graph.reproduce.cost import estimate, total
 from grse_graph.reproduce.executors import Executor, RunContext
-from grse_graph.reproduce.manifest import Manifest, RunKind, RunSpec, run_state
-from grse_graph.reproduce.outcome import RunFailure, RunOutcome, read_failure
+from grse_graph.reproduce.manifest import (
+    Manifest,
+    RunKind,
+    RunSpec,
+    run_state,
+    runs_at_other_commits,
+)
+from grse_graph.reproduce.outcome import RunFailure, RunOutcome, read_failure, write_spec
 from grse_graph.reproduce.paper import PAPER_TABLES, load_paper
 from grse_graph.reproduce.registry import TABLES
 from grse_graph.reproduce.scheduler import execute_runs
+from grse_graph.reproduce.script import other_commit_lines
 from grse_graph.reproduce.settings import default_paper_dir, load_settings
 from grse_graph.reproduce.table import Cell, Column, ResultTable, Row, collect, render_markdown
 
@@ -319,6 +326,29 @@ def test_one_job_says_running_only_for_the_run_in_flight(tmp_path: Path) -> None
         [first, second], tmp_path, _contexts(), say=said.append, executors={"eval": recorder}
     )
     assert [line.split()[0] for line in said] == ["running", "finished", "running", "finished"]
+
+
+def test_runs_of_the_same_work_at_another_commit_are_named_with_the_flag(tmp_path: Path) -> None:
+    empty = spec(commit="aaaaaaa")
+    trained = spec(kind="train", method="grse", commit="aaaaaaa", needs=(empty.run_id,))
+    trained = trained.model_copy(update={"params": {"start_test_from": empty.run_id}})
+    for earlier in (empty, trained):
+        write_spec(earlier, earlier.folder(tmp_path))
+    (tmp_path / "runs" / "not-a-run").mkdir()  # no spec.json: passed over
+    now = [
+        spec(commit="bbbbbbb"),
+        spec(
+            kind="train", method="grse", commit="bbbbbbb", needs=(spec(commit="bbbbbbb").run_id,)
+        ).model_copy(update={"params": {"start_test_from": spec(commit="bbbbbbb").run_id}}),
+        spec(commit="bbbbbbb", seed=7),  # other work: not matched
+    ]
+    assert runs_at_other_commits(now, tmp_path) == {
+        "aaaaaaa": sorted([empty.run_id, trained.run_id])
+    }
+    (line,) = other_commit_lines(now, tmp_path)
+    assert line.startswith("note: 2 of these runs exist at commit aaaaaaa")
+    assert line.endswith("pass --commit aaaaaaa to reuse or resume them instead of starting over")
+    assert other_commit_lines([empty, trained], tmp_path) == []  # the same commit: reused
 
 
 def test_a_run_needing_one_outside_the_manifest_is_refused(tmp_path: Path) -> None:
