@@ -19,11 +19,9 @@ from pathlib import Path
 import pytest
 
 from grse_graph.llm.engine import ENGINE_MODEL_ALIAS
-from grse_graph.reproduce.registry import TABLES
 from tests.integration.test_evals_smoke_engine import (
     REPO,
-    TABLE_TIMEOUT_S,
-    assert_smoke_outputs,
+    run_smoke_table,
     user_environment,
 )
 
@@ -87,18 +85,7 @@ def test_a_smoke_table_runs_through_config_on_a_server_started_on_its_own(
         encoding="utf-8",
     )
     out = tmp_path / "results"
-    script = Path("evals") / TABLES[TABLE].script
-    done = subprocess.run(
-        [sys.executable, str(script), "--smoke", "--config", str(config), "--out", str(out)],
-        cwd=REPO,
-        env=user_environment(),
-        capture_output=True,
-        text=True,
-        timeout=TABLE_TIMEOUT_S,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    assert_smoke_outputs(out, TABLE)
+    run_smoke_table(TABLE, out, "--config", str(config))
     # Every run of the table went to the served endpoint, none to an engine of its own.
     assert list((out / "runs").iterdir())
     assert not list((out / "runs").glob("**/engine*.log")), "a run started its own engine"
