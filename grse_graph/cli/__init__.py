@@ -1,4 +1,5 @@
-"""The `grse` command line. Each sub-module registers its commands on the one Typer app."""
+"""The `grse` command line. Each sub-module registers its commands (`register(app)`) and is
+imported when one of its commands runs or is listed (`COMMAND_MODULES`, `lazy.lazy_group`)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,21 @@ from grse_graph import __version__
 from grse_graph.errors import GrseError
 from grse_graph.llm.config import load_config
 
-from . import (
-    doctor_cmd,
-    eval_cmd,
-    reproduce_cmd,
-    score_cmd,
-    serve_cmd,
-    skills_cmd,
-    train_cmd,
-)
 from .environment import unknown_variable_warnings
+from .lazy import lazy_group
+
+COMMAND_MODULES = {
+    "serve": "grse_graph.cli.serve_cmd",
+    "skills": "grse_graph.cli.skills_cmd",
+    "doctor": "grse_graph.cli.doctor_cmd",
+    "score": "grse_graph.cli.score_cmd",
+    "eval": "grse_graph.cli.eval_cmd",
+    "baseline": "grse_graph.cli.eval_cmd",
+    "train": "grse_graph.cli.train_cmd",
+    "demo": "grse_graph.cli.train_cmd",
+    "reproduce": "grse_graph.cli.reproduce_cmd",
+}
+"""Each top-level command and the module whose ``register(app)`` defines it, in help order."""
 
 
 def _show_version(value: bool) -> None:
@@ -50,7 +56,8 @@ def _root(
 
 
 def build_app() -> typer.Typer:
-    """The Typer application with every command group registered.
+    """The Typer application with every command of `COMMAND_MODULES`, each module imported
+    when one of its commands is run or listed.
 
     Help text is shown as written (`rich_markup_mode=None`), so `[actor]` in a help string is
     not taken for Rich markup; shell completion comes from Typer (`--install-completion`).
@@ -61,11 +68,9 @@ def build_app() -> typer.Typer:
         pretty_exceptions_enable=False,
         add_completion=True,
         rich_markup_mode=None,
+        cls=lazy_group(COMMAND_MODULES),
     )
     app.callback()(_root)
-    commands = (serve_cmd, skills_cmd, doctor_cmd, score_cmd, eval_cmd, train_cmd)
-    for module in (*commands, reproduce_cmd):
-        module.register(app)
     return app
 
 

@@ -51,6 +51,7 @@ from .eval_cmd import (
     options_team,
 )
 from .options import ConfigOption, JsonOption, print_json, report_console
+from .skills_cmd import one_line_errors
 
 DEFAULT_SPLIT = "validation"
 DEFAULT_LIMIT = 12
@@ -261,6 +262,11 @@ def audit_command(
     console.print(Text(f"results in {out_dir}"))
     if as_json:
         print_json(report.records_json())
+
+
+def register(app: typer.Typer) -> None:
+    """Register `audit` (as `grse skills audit`, through the skills group)."""
+    app.command("audit")(one_line_errors(audit_command))
 
 
 __all__ = [

@@ -27,9 +27,8 @@ from rich.text import Text
 from grse_graph.errors import SkillError
 from grse_graph.skills import PathReport, Skill, approx_tokens, inspect_path, shown
 from grse_graph.skills.diff import library_diff
-from grse_graph.training.run_export import export_run_pack
 
-from .audit_cmd import audit_command
+from .lazy import lazy_group
 
 PathArgument = Annotated[
     Path, typer.Argument(help="A skill folder, a library folder, a folder of libraries or a pack.")
@@ -47,7 +46,7 @@ def _emit(text: str, *, err: bool = False) -> None:
     typer.echo(_encodable(text, stream), nl=False, err=err)
 
 
-def _one_line_errors(command: F) -> F:
+def one_line_errors(command: F) -> F:
     """Any `SkillError` or `OSError` leaves the command as one terminal-safe `SkillError`
     line (the `grse` entry point prints it and exits 1)."""
 
@@ -73,7 +72,7 @@ def _problems_exit(report: PathReport) -> Iterator[None]:
         raise typer.Exit(1)
 
 
-@_one_line_errors
+@one_line_errors
 def validate(path: PathArgument) -> None:
     """Check PATH against the Agent Skills spec and this project's limits.
 
@@ -93,7 +92,7 @@ def _cell(text: str) -> Text:
     return Text(shown(" ".join(text.split())))
 
 
-@_one_line_errors
+@one_line_errors
 def show(path: PathArgument) -> None:
     """List the skills under PATH with body tokens, utility and provenance.
 
@@ -139,7 +138,7 @@ def _skills_by_group(report: PathReport) -> dict[str, dict[str, Skill]]:
     return {group: {s.name: s for s in skills} for group, skills in report.groups.items()}
 
 
-@_one_line_errors
+@one_line_errors
 def diff(
     a: Annotated[Path, typer.Argument(help="The old library (or skill folder, or pack).")],
     b: Annotated[Path, typer.Argument(help="The new library (or skill folder, or pack).")],
@@ -166,7 +165,7 @@ def diff(
         )
 
 
-@_one_line_errors
+@one_line_errors
 def export(
     run: Annotated[Path, typer.Argument(help="A training run folder (grse train --run-dir).")],
     pack: Annotated[Path, typer.Argument(help="The pack folder to write (absent or empty).")],
@@ -186,6 +185,9 @@ def export(
 
     PACK must be absent, an empty folder, or a pack written earlier that is unchanged.
     """
+    # Imported here: the training stack is not needed by the other `grse skills` commands.
+    from grse_graph.training.run_export import export_run_pack
+
     written = export_run_pack(run, iteration, pack, bookkeeping=bookkeeping)
     report = inspect_path(written)
     agents = ", ".join(
@@ -200,10 +202,10 @@ def register(app: typer.Typer) -> None:
         help="Validate, list, compare, export and audit SKILL.md skill libraries.",
         no_args_is_help=True,
         rich_markup_mode=None,
+        cls=lazy_group({"audit": "grse_graph.cli.audit_cmd"}),
     )
     skills.command("validate")(validate)
     skills.command("show")(show)
     skills.command("diff")(diff)
     skills.command("export")(export)
-    skills.command("audit")(_one_line_errors(audit_command))
     app.add_typer(skills, name="skills")

@@ -11,6 +11,11 @@
 - `shown`: any untrusted text made safe for a terminal, on one line.
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .boundary import Boundary, read_run_file
 from .files import FileWriter, durable_write, recover_leftovers
 from .library import SkillLibrary
@@ -46,8 +51,12 @@ from .model import (
 from .pack import PACK_SKILLS_DIR, check_pack_destination, export_pack, import_pack, load_libraries
 from .render import SKILL_TOOL_NAME, render_index, render_inline
 from .text import approx_tokens, shown
-from .tool import LoadSkillArgs, SkillInvocation, SkillUseRecorder, make_skill_tool
 from .validate import PathReport, inspect_path, validate_path
+
+if TYPE_CHECKING:
+    from .tool import LoadSkillArgs, SkillInvocation, SkillUseRecorder, make_skill_tool
+
+_TOOL_NAMES = frozenset({"LoadSkillArgs", "SkillInvocation", "SkillUseRecorder", "make_skill_tool"})
 
 __all__ = [
     "AGENT_KEY",
@@ -102,3 +111,11 @@ __all__ = [
     "slugify_name",
     "validate_path",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The `load_skill` tool needs langchain (about a second to import); reading, validating and
+    # shipping libraries (`grse skills`, packs) do not.
+    if name not in _TOOL_NAMES:
+        raise AttributeError(f"module 'grse_graph.skills' has no attribute {name!r}")
+    return getattr(import_module("grse_graph.skills.tool"), name)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -26,12 +27,15 @@ def _commands() -> dict[str, Any]:
     """Every leaf command (a click command) as 'name' or 'group name'."""
     root: Any = typer.main.get_command(build_app())
     found: dict[str, Any] = {}
-    for name, command in root.commands.items():
-        if hasattr(command, "commands"):
-            for sub, leaf in command.commands.items():
-                found[f"{name} {sub}"] = leaf
-        else:
-            found[name] = command
+    with click.Context(root) as context:
+        for name in root.list_commands(context):
+            command = root.get_command(context, name)
+            if hasattr(command, "list_commands"):
+                with click.Context(command, parent=context) as inner:
+                    for sub in command.list_commands(inner):
+                        found[f"{name} {sub}"] = command.get_command(inner, sub)
+            else:
+                found[name] = command
     return found
 
 

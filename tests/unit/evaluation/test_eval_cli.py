@@ -12,11 +12,6 @@ from grse_graph.errors import ConfigError
 from grse_graph.skills import Skill, SkillLibrary
 
 
-def test_commands_are_registered() -> None:
-    names = {c.name for c in build_app().registered_commands}
-    assert {"eval", "baseline"} <= names
-
-
 def test_parse_library_option() -> None:
     assert parse_library_option("reasoner=skills/r") == ("reasoner", Path("skills/r"))
     with pytest.raises(ConfigError, match="expected AGENT=DIR"):
