@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -20,11 +20,13 @@ def lazy_group(modules: Mapping[str, str]) -> type[TyperGroup]:
     ``register(app)`` of the module ``modules[name]`` registers under that name, imported on
     first use. Commands are listed in the mapping's order."""
 
+    # Contexts and commands are typed `Any`: typer 0.29 vendors click and its groups take and
+    # return its own copies of click's classes, while older typer versions use click itself.
     class LazyGroup(TyperGroup):
-        def list_commands(self, ctx: click.Context) -> list[str]:
+        def list_commands(self, ctx: Any) -> list[str]:
             return [*self.commands, *(name for name in modules if name not in self.commands)]
 
-        def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        def get_command(self, ctx: Any, cmd_name: str) -> Any:
             if cmd_name not in self.commands and cmd_name in modules:
                 self.commands.update(registered_commands(modules[cmd_name]))
             return self.commands.get(cmd_name)
@@ -32,7 +34,7 @@ def lazy_group(modules: Mapping[str, str]) -> type[TyperGroup]:
     return LazyGroup
 
 
-def registered_commands(module_name: str) -> dict[str, click.Command]:
+def registered_commands(module_name: str) -> dict[str, Any]:
     """The commands that ``register(app)`` of `module_name` adds to an app, by name."""
     module = importlib.import_module(module_name)
     app = typer.Typer(rich_markup_mode=None)
