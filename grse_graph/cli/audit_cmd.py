@@ -37,15 +37,19 @@ from grse_graph.probes.report import (
 )
 from grse_graph.skills import shown
 from grse_graph.tasks import Task, TaskQuestion, load_task
-from grse_graph.team import TOPOLOGY_NAMES, TeamSpec
+from grse_graph.team import TeamSpec
 
 from .eval_cmd import (
     USAGE_FILE,
     CategoryOption,
     DataOption,
+    LibraryOption,
     ModelOption,
+    PackOption,
+    SkillModeOption,
     TaskOption,
     ToolProtocolOption,
+    TopologyOption,
     actor_provider,
     library_options,
     options_team,
@@ -71,18 +75,6 @@ LimitOption = Annotated[
     int,
     typer.Option("--limit", metavar="N", min=0, help="Probe the first N questions of the split."),
 ]
-LibraryOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--library",
-        metavar="AGENT=DIR",
-        help="A skill library to audit for one agent (repeatable).",
-    ),
-]
-PackOption = Annotated[
-    Path | None,
-    typer.Option("--pack", metavar="PACK", help="A skill pack: audit every agent's library in it."),
-]
 BudgetOption = Annotated[
     int,
     typer.Option(
@@ -104,18 +96,6 @@ OutOption = Annotated[
 ConcurrencyOption = Annotated[
     int | None,
     typer.Option("--concurrency", min=1, help="Team runs at once (default: actor concurrency)."),
-]
-SkillModeOption = Annotated[
-    str,
-    typer.Option(
-        "--skill-mode",
-        help="inline (bodies in the prompt), tool (load_skill) or path (as packs ship); "
-        "invocations are counted in tool and path mode only.",
-    ),
-]
-TopologyOption = Annotated[
-    str,
-    typer.Option("--topology", help=f"How the agents are connected: {', '.join(TOPOLOGY_NAMES)}."),
 ]
 
 
@@ -226,8 +206,9 @@ def audit_command(
     Runs the team greedily on the split's questions with the full libraries and with skills
     masked, within --budget team runs, and reports each skill's effect (mean paired reward
     difference, with the skill minus without it) with a 95% interval and a verdict: helps,
-    hurts or no effect. Writes audit.json, report.md and effects.png into --out; running the
-    same audit again resumes. --json prints only the per-skill list on stdout.
+    hurts or no effect; skill loads are counted in tool and path mode. Writes audit.json,
+    report.md and effects.png into --out; running the same audit again resumes. --json prints
+    only the per-skill list on stdout.
     """
     loaded = load_task(task, data, category=category)
     spec = audit_team(

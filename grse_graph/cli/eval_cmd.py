@@ -65,6 +65,36 @@ CategoryOption = Annotated[
         help="LoCoMo: multi-hop, temporal, open-domain, single-hop or mixed (default: all).",
     ),
 ]
+# The team's options, shared with `grse skills audit`.
+LibraryOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--library", metavar="AGENT=DIR", help="A skill library for one agent (repeatable)."
+    ),
+]
+PackOption = Annotated[
+    Path | None,
+    typer.Option("--pack", metavar="PACK", help="A trained pack: every agent's library in it."),
+]
+SkillModeOption = Annotated[
+    str,
+    typer.Option(
+        "--skill-mode",
+        help="inline (bodies in the prompt), tool (load_skill) or path (as packs ship).",
+    ),
+]
+TopologyOption = Annotated[
+    str,
+    typer.Option("--topology", help=f"How the agents are connected: {', '.join(TOPOLOGY_NAMES)}."),
+]
+ToolProtocolOption = Annotated[
+    str,
+    typer.Option(
+        "--tool-protocol",
+        help="How the agents call their tools: function (function calling) or text (the "
+        "paper's <grep>pattern</grep> calls, parsed by the environment).",
+    ),
+]
 ModelOption = Annotated[
     str | None,
     typer.Option("--model", help="Embedded engine model: small, default, medium or a .gguf path."),
@@ -244,16 +274,6 @@ def library_options(skill_mode: str, libraries: Sequence[str], pack: Path | None
     return cast(SkillMode, skill_mode)
 
 
-ToolProtocolOption = Annotated[
-    str,
-    typer.Option(
-        "--tool-protocol",
-        help="How the agents call their tools: function (function calling) or text (the "
-        "paper's <grep>pattern</grep> calls, parsed by the environment).",
-    ),
-]
-
-
 def options_team(
     task: Task,
     libraries: Sequence[str],
@@ -275,23 +295,9 @@ def eval_command(
     task: TaskOption,
     data: DataOption = None,
     split: SplitOption = "test",
-    library: Annotated[
-        list[str] | None,
-        typer.Option("--library", help="AGENT=DIR: a skill library for one agent (repeatable)."),
-    ] = None,
-    skill_mode: Annotated[
-        str,
-        typer.Option(
-            "--skill-mode",
-            help="inline (bodies in the prompt), tool (load_skill) or path (as packs ship).",
-        ),
-    ] = "inline",
-    topology: Annotated[
-        str,
-        typer.Option(
-            "--topology", help=f"How the agents are connected: {', '.join(TOPOLOGY_NAMES)}."
-        ),
-    ] = "sequential",
+    library: LibraryOption = None,
+    skill_mode: SkillModeOption = "inline",
+    topology: TopologyOption = "sequential",
     tool_protocol: ToolProtocolOption = "function",
     limit: LimitOption = None,
     out: OutOption = None,
@@ -299,10 +305,7 @@ def eval_command(
     concurrency: ConcurrencyOption = None,
     model: ModelOption = None,
     category: CategoryOption = None,
-    pack: Annotated[
-        Path | None,
-        typer.Option("--pack", help="A trained pack: every agent's library from it."),
-    ] = None,
+    pack: PackOption = None,
     langsmith: Annotated[
         bool,
         typer.Option(
