@@ -132,12 +132,21 @@ def collect(
 
 
 class Column(BaseModel):
-    """A column: its key (the paper's column key, `evals/paper/<table>.json`), its label and
-    whether it is one of the paper's columns (its value printed beside ours) or ours only."""
+    """A column: its key (the paper's column key, `evals/paper/<table>.json`), its label,
+    whether it is one of the paper's columns (its value printed beside ours) or ours only, and
+    the actor that made our values when it is not the one the label names (a paper column
+    filled by another model, e.g. the embedded one)."""
 
     key: str
     label: str
     paper: bool = True
+    actor: str | None = None
+
+    def ours_label(self) -> str:
+        """The header of our values: `label (ours)`, naming our actor when there is one."""
+        if not self.paper:
+            return self.label
+        return f"{self.label} (ours, {self.actor})" if self.actor else f"{self.label} (ours)"
 
 
 class Row(BaseModel):
@@ -226,7 +235,7 @@ def render_markdown(table: ResultTable) -> str:
     lines += ["", f"Paper numbers: {_escape(table.paper_where)}", ""]
     head = ["row"]
     for column in table.columns:
-        head.append(f"{column.label} (ours)" if column.paper else column.label)
+        head.append(column.ours_label())
         if column.paper:
             head.append(f"{column.label} (paper)")
     lines.append("| " + " | ".join(head) + " |")

@@ -175,12 +175,13 @@ def layout_row(paper: PaperTable, key: str, label: str, cells: dict[str, Cell]) 
     return Row(label=label, cells=cells)
 
 
-def layout_column(paper: PaperTable, key: str, label: str) -> Column:
-    """A column beside the paper's column `key`, labelled as the paper labels it; a key the
-    paper's layout does not hold makes a column of ours, labelled `label`."""
+def layout_column(paper: PaperTable, key: str, label: str, actor: str | None = None) -> Column:
+    """A column beside the paper's column `key`, labelled as the paper labels it (our values
+    headed with `actor`, the actor that made them); a key the paper's layout does not hold
+    makes a column of ours, labelled `label`."""
     labels = {c.key: c.label for c in paper.layout.columns}
     if key in labels:
-        return Column(key=key, label=labels[key])
+        return Column(key=key, label=labels[key], actor=actor)
     return Column(key=key, label=label, paper=False)
 
 

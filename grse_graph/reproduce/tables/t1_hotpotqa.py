@@ -83,7 +83,9 @@ def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableCont
         paper = paper_actor(ctx, actor)
         for key, name in METRICS.items():
             label = f"{paper or actor.label} {name} ({actor.label})"
-            columns.append(layout_column(ctx.paper, column_key(paper, actor, key), label))
+            columns.append(
+                layout_column(ctx.paper, column_key(paper, actor, key), label, actor.label)
+            )
     table_rows = []
     for label, groups in rows.items():
         cells = {}

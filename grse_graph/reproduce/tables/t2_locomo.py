@@ -147,7 +147,9 @@ def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableCont
             for key, name in METRICS.items():
                 label = f"{paper or actor.label} {category} {name} ({actor.label})"
                 columns.append(
-                    layout_column(ctx.paper, column_key(paper, actor, category, key), label)
+                    layout_column(
+                        ctx.paper, column_key(paper, actor, category, key), label, actor.label
+                    )
                 )
     table_rows = []
     for label, groups in rows.items():

@@ -287,6 +287,25 @@ def test_markdown_puts_the_paper_beside_ours_and_counts_failed_cells() -> None:
     assert table.failed_cells() == [("IO", "f1")]
 
 
+def test_a_paper_column_filled_by_another_actor_names_it_above_our_values() -> None:
+    columns = [
+        Column(key="f1", label="Qwen3.8-27B", actor="embedded-small"),
+        Column(key="em", label="EM (embedded-small)", paper=False),
+    ]
+    table = ResultTable(
+        table="tableX",
+        title="Table X",
+        header=[],
+        columns=columns,
+        rows=[Row(label="GRSE", cells={"f1": Cell(values=[9.5]), "em": Cell(values=[0.0])})],
+        paper_where="test data",
+    )
+    head = render_markdown(table).splitlines()[5]
+    assert head == (
+        "| row | Qwen3.8-27B (ours, embedded-small) | Qwen3.8-27B (paper) | EM (embedded-small) |"
+    )
+
+
 def test_every_table_has_a_script_in_evals() -> None:
     evals = Path(__file__).resolve().parents[3] / "evals"
     for table in TABLES.values():
