@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-import httpx
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
@@ -194,8 +193,8 @@ def token_counts(result: LLMResult) -> tuple[int, int, int] | None:
 class UsageLedger:
     """Thread-safe usage counters for all roles.
 
-    Attach `callback(role)` to a role's chat model and `event_hooks(role)` /
-    `async_event_hooks(role)` to its httpx clients (`ModelRoles` does both).
+    Attach `callback(role)` to a role's chat model and call `count_request(role)` from its
+    httpx clients' request hooks (`ModelRoles` does both).
     `attach_engine_stats` lets the embedded engine's log-derived prompt statistics appear in
     `report()`.
     """
@@ -209,22 +208,6 @@ class UsageLedger:
     def callback(self, role: RoleName) -> BaseCallbackHandler:
         """A LangChain callback handler that records this role's calls."""
         return _RoleCallback(self, role)
-
-    def event_hooks(self, role: RoleName) -> dict[str, list[Callable[..., Any]]]:
-        """httpx ``event_hooks`` for a sync client: counts HTTP attempts of this role."""
-
-        def on_request(request: httpx.Request) -> None:
-            self._count_request(role)
-
-        return {"request": [on_request]}
-
-    def async_event_hooks(self, role: RoleName) -> dict[str, list[Callable[..., Any]]]:
-        """httpx ``event_hooks`` for an async client: counts HTTP attempts of this role."""
-
-        async def on_request(request: httpx.Request) -> None:
-            self._count_request(role)
-
-        return {"request": [on_request]}
 
     def attach_engine_stats(self, source: Callable[[], PromptEvalStats]) -> None:
         """Include the embedded engine's prompt statistics (e.g. ``engine.prompt_eval_stats``)
@@ -256,7 +239,8 @@ class UsageLedger:
     def _counters_of(self, role: str) -> _Counters:
         return self._counters.setdefault(role, _Counters())
 
-    def _count_request(self, role: str) -> None:
+    def count_request(self, role: str) -> None:
+        """Count one HTTP attempt of ``role`` (every one beyond one per call is a retry)."""
         with self._lock:
             self._counters_of(role).requests += 1
 

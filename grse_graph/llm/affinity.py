@@ -5,7 +5,7 @@ that group's rollouts, and the probe runs one question under several libraries. 
 over several replicas (vLLM's ``vllm-router`` with ``--policy consistent_hash``, SGLang's
 ``smg``) those requests find one replica's cache only if they carry the same key in the header
 the router hashes. A unit of work runs inside ``affinity(key)``; the roles' HTTP clients
-(`affinity_event_hooks`) copy the key into every header the role names
+(`stamp`) copy the key into every header the role names
 (``RoleSettings.affinity_headers``, default ``X-Session-ID``; ``X-SMG-Routing-Key`` for smg).
 Keys are made from the question id (`question_key`), so a resumed run sends a unit to the same
 replica as before. Outside any unit no header is sent and the router picks as it likes.
@@ -17,10 +17,9 @@ context they were started from, so every call a unit makes, however deep, carrie
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
 
 import httpx
 
@@ -56,26 +55,9 @@ def current_key() -> str | None:
     return _KEY.get()
 
 
-def _stamp(request: httpx.Request, headers: Sequence[str]) -> None:
+def stamp(request: httpx.Request, headers: Sequence[str]) -> None:
+    """Put the current key, if any, in each of ``headers`` of ``request``."""
     key = _KEY.get()
     if key is not None:
         for name in headers:
             request.headers[name] = key
-
-
-def affinity_event_hooks(headers: Sequence[str]) -> dict[str, list[Callable[..., Any]]]:
-    """httpx ``event_hooks`` for a sync client: the current key in each of ``headers``."""
-
-    def on_request(request: httpx.Request) -> None:
-        _stamp(request, headers)
-
-    return {"request": [on_request]}
-
-
-def async_affinity_event_hooks(headers: Sequence[str]) -> dict[str, list[Callable[..., Any]]]:
-    """The async client's twin of `affinity_event_hooks`."""
-
-    async def on_request(request: httpx.Request) -> None:
-        _stamp(request, headers)
-
-    return {"request": [on_request]}
