@@ -16,12 +16,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from grse_graph.errors import RunawayGenerationStopped, StructuredOutputError
 from grse_graph.llm.config import StructuredMethod
-from grse_graph.llm.refusals import refusals_translated
 from grse_graph.llm.structured.base import MAX_SHOWN_CHARS, MethodRequest, StructuredOutputMethod
 from grse_graph.llm.structured.budget import schema_token_budget
 from grse_graph.llm.structured.lenient import parse_json_object
 from grse_graph.llm.structured.registry import METHODS, structured_method
 from grse_graph.llm.structured.repetition import Repetition, RepetitionLimits, RepetitionWatch
+from grse_graph.llm.transport import refusals_translated
 from grse_graph.validation_text import describe_validation_error
 
 T = TypeVar("T", bound=BaseModel)
