@@ -61,18 +61,21 @@ _AUTO_STRUCTURED: dict[str | None, StructuredMethod] = {
 """What ``structured_method = "auto"`` resolves to per embedded engine (else function calling)."""
 
 
+def _functions(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The function tools a request offers, by name."""
+    return {
+        tool["function"]["name"]: tool["function"]
+        for tool in request.get("tools") or ()
+        if isinstance(tool, Mapping) and tool.get("type") == "function"
+    }
+
+
 def _with_text_tool_calls(
     result: ChatResult, messages: Sequence[BaseMessage], request: Mapping[str, Any]
 ) -> ChatResult:
     """`result` with each reply that wrote calls of the request's offered tools as text turned
     into those calls."""
-    if request.get("tool_choice") == "none":
-        return result
-    offered = {
-        tool["function"]["name"]
-        for tool in request.get("tools") or ()
-        if isinstance(tool, Mapping) and tool.get("type") == "function"
-    }
+    offered = _functions(request) if request.get("tool_choice") != "none" else {}
     if not offered:
         return result
     # The replies so far in this conversation number the recovered calls' ids.
@@ -106,11 +109,7 @@ def _forced_call_schema(request: Mapping[str, Any]) -> dict[str, Any] | None:
     llama.cpp's server rejects a named ``tool_choice`` and did not constrain "required" with the
     Qwen2.5-Coder and SmolLM2 templates (both answered in prose); its ``json_schema`` field does
     constrain the reply, which is read back as the call (`grse_graph.llm.text_tool_calls`)."""
-    functions = {
-        tool["function"]["name"]: tool["function"]
-        for tool in request.get("tools") or ()
-        if isinstance(tool, Mapping) and tool.get("type") == "function"
-    }
+    functions = _functions(request)
     choice = request.get("tool_choice")
     if isinstance(choice, Mapping) and choice.get("type") == "function":
         function = functions.get(str(choice.get("function", {}).get("name")))
@@ -319,28 +318,25 @@ class ModelRoles(Closing):
         return self._embedded_engine
 
     def prefix_reloads(self) -> int:
-        """Chat requests whose agent prefix had lost its engine slot to another prefix (see
-        `grse_graph.llm.slot_pinning.SlotAffinity`): more than a few call for a larger
-        ``[engine] n_parallel``."""
+        """Chat requests whose agent prefix had lost its engine slot to another prefix: more
+        than a few call for a larger ``[engine] n_parallel``."""
         return sum(pinning.affinity.reloads for pinning in self._pinnings)
 
     def tool_transcript(self, role: RoleName) -> Transcript:
-        """The role's tool transcript, with ``auto`` resolved to ``native`` (every supported
-        server renders tool messages through its chat template)."""
+        """The role's tool transcript (``auto``: ``native``, which every supported server
+        renders)."""
         setting = self.settings(role).tool_transcript
         return "native" if setting == "auto" else setting
 
     def forced_call(self, role: RoleName) -> Literal["tool_choice", "json_schema"]:
-        """How the role asks for a required tool call, with ``auto`` resolved (see
-        `RoleSettings.forced_call`)."""
+        """How the role asks for a required tool call, with ``auto`` resolved."""
         settings = self.settings(role)
         if settings.forced_call != "auto":
             return settings.forced_call
         return "json_schema" if settings.embedded else "tool_choice"
 
     def structured_method(self, role: RoleName) -> StructuredMethod:
-        """The role's structured-output method, with ``auto`` resolved by engine (see
-        `RoleSettings`)."""
+        """The role's structured-output method, with ``auto`` resolved by engine."""
         setting = self.settings(role).structured_method
         if setting != "auto":
             return setting
