@@ -160,26 +160,27 @@ class _Read(Generic[T]):
 def _read(
     method: StructuredOutputMethod, schema: type[T], reply: _Reply, seconds: float
 ) -> _Read[T]:
-    def failed(problem: str, shown: str, repair: str = "") -> _Read[T]:
+    def read(parsed: T | None, problem: str = "", shown: str = "", repair: str = "") -> _Read[T]:
         attempt = StructuredAttempt(
             method=method.name,
-            valid=False,
+            valid=parsed is not None,
             problem=" ".join(problem.split()),
             lenient_repair=repair,
             runaway=reply.repetition.describe() if reply.repetition else "",
             streamed_chunks=reply.chunks,
             seconds=seconds,
         )
-        return _Read(None, attempt, shown[:MAX_SHOWN_CHARS])
+        return _Read(parsed, attempt, shown[:MAX_SHOWN_CHARS])
 
     if reply.message is None:
-        return failed("the model returned nothing", "(empty reply)")
+        return read(None, "the model returned nothing", "(empty reply)")
     text = method.reply_text(reply.message, schema)
     if reply.repetition is not None:
         # Shown once, not with every copy: the model needs to see the loop, not relive it.
         extra_copies = (reply.repetition.repeats - 1) * reply.repetition.period
         once = text.json_text[: max(0, len(text.json_text) - extra_copies)]
-        return failed(
+        return read(
+            None,
             f"the reply was stopped because {reply.repetition.describe()}; give each item once",
             once + " ... (stopped here)",
         )
@@ -189,32 +190,11 @@ def _read(
         problem = (
             text.problem_without_json if no_object and text.problem_without_json else found.problem
         )
-        return failed(problem, text.shown)
+        return read(None, problem, text.shown)
     try:
-        parsed = schema.model_validate(found.value)
+        return read(schema.model_validate(found.value), repair=found.repair)
     except ValidationError as error:
-        return failed(describe_validation_error(error), text.shown, found.repair)
-    attempt = StructuredAttempt(
-        method=method.name,
-        valid=True,
-        lenient_repair=found.repair,
-        streamed_chunks=reply.chunks,
-        seconds=seconds,
-    )
-    return _Read(parsed, attempt, "")
-
-
-def _repair_messages(
-    schema: type[BaseModel], read: _Read[Any], ask_again: str
-) -> list[BaseMessage]:
-    return [
-        AIMessage(content=read.shown),
-        HumanMessage(
-            content=(
-                f"That output is not a valid {schema.__name__}: {read.attempt.problem}\n{ask_again}"
-            )
-        ),
-    ]
+        return read(None, describe_validation_error(error), text.shown, found.repair)
 
 
 class StructuredOptions(TypedDict, total=False):
@@ -277,9 +257,9 @@ class _Call(Generic[T]):
             _log.warning("%s: %s", self.schema.__name__, read.attempt.runaway)
         self.value = read.parsed
         if read.parsed is None and self.pending:
-            self.history.extend(
-                _repair_messages(self.schema, read, self.method.ask_again(self.schema))
-            )
+            problem = f"That output is not a valid {self.schema.__name__}: {read.attempt.problem}"
+            again = HumanMessage(content=f"{problem}\n{self.method.ask_again(self.schema)}")
+            self.history += [AIMessage(content=read.shown), again]
 
     def outcome(self) -> StructuredOutcome[T]:
         if self.value is not None:
