@@ -74,12 +74,9 @@ def priming_body(payload: dict[str, Any], slot: int, *, from_scratch: bool) -> d
 
 
 class SlotAffinity:
-    """Which slot serves a prefix key: the slot that served it last, else the least recently
-    used slot (whose earlier keys then move on). Thread-safe.
-
-    `reloads` counts requests whose key had a slot and lost it to another key: each computes
-    its prefix again. More than a few mean the workload cycles through more prefixes than there
-    are slots (``[engine] n_parallel``)."""
+    """Which slot serves a prefix key: the one that served it last, else the least recently
+    used (whose keys move on; `reloads` counts keys that come back and compute their prefix
+    again: more than a few mean more prefixes than ``[engine] n_parallel``). Thread-safe."""
 
     def __init__(self, slots: int) -> None:
         if slots < 1:
