@@ -1,13 +1,10 @@
 """Token and time accounting per role.
 
-`UsageLedger` is shared by every model a `ModelRoles` hands out. It learns about a call from a
-LangChain callback handler attached to the role's model (calls, failures, token usage from the
-`AIMessage.usage_metadata` or the raw ``token_usage``, wall time) and about HTTP attempts from
-an httpx event hook on the role's HTTP clients: every request beyond one per call is a retry
-made by the OpenAI client.
-
-Servers that do not report usage are not counted as zero silently: such calls are counted in
-``calls_without_usage``.
+`UsageLedger`, shared by every model of a `ModelRoles`, learns about calls from a LangChain
+callback on each role's model (tokens from ``usage_metadata`` or the raw ``token_usage``, wall
+time) and about HTTP attempts from the role's HTTP clients: every request beyond one per call
+is a retry by the OpenAI client. Calls whose server reports no usage are counted in
+``calls_without_usage``, not silently as zero.
 """
 
 from __future__ import annotations
@@ -20,7 +17,6 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-import httpx
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
@@ -49,14 +45,9 @@ class RoleUsage(Counts):
 
 
 class PromptEvalStats(Counts):
-    """Engine-side prompt processing, read from the embedded engine's log.
-
-    ``evaluated_prompt_tokens`` are prompt tokens the engine actually computed;
-    ``reused_prompt_tokens`` are prompt tokens served from its prefix cache. One completion is
-    one model pass.
-    ``prefix_reloads`` (from the slot pinning, not the log) are chat requests whose agent prefix
-    had lost its slot to another prefix and was computed again.
-    """
+    """Engine-side prompt processing, read from the embedded engine's log: prompt tokens
+    computed and served from the prefix cache. ``prefix_reloads`` (from the slot pinning) are
+    chat requests whose agent prefix had lost its slot and was computed again."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -124,32 +115,15 @@ class UsageReport(BaseModel):
 
 
 class _Counters:
-    """Mutable per-role counters; only touched under the ledger's lock."""
+    """One role's counts; only touched under the ledger's lock."""
 
     def __init__(self) -> None:
+        self.usage = RoleUsage()
         self.started = 0
-        self.calls = 0
-        self.failures = 0
-        self.requests = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
-        self.cached_prompt_tokens = 0
-        self.calls_without_usage = 0
-        self.wall_time_s = 0.0
-        self.runaway_stops = 0
+        self.requests = 0  # every one beyond one per started call is a retry
 
     def snapshot(self) -> RoleUsage:
-        return RoleUsage(
-            calls=self.calls,
-            failures=self.failures,
-            retries=max(0, self.requests - self.started),
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-            cached_prompt_tokens=self.cached_prompt_tokens,
-            calls_without_usage=self.calls_without_usage,
-            wall_time_s=self.wall_time_s,
-            runaway_stops=self.runaway_stops,
-        )
+        return self.usage.model_copy(update={"retries": max(0, self.requests - self.started)})
 
 
 def _int(value: object) -> int:
@@ -157,13 +131,9 @@ def _int(value: object) -> int:
 
 
 def token_counts(result: LLMResult) -> tuple[int, int, int] | None:
-    """(prompt, completion, cached prompt) tokens of one chat result, or None if unreported.
-
-    Prefers the messages' ``usage_metadata`` (it carries ``input_token_details.cache_read``);
-    falls back to the raw OpenAI ``token_usage`` in ``llm_output``. A response with several
-    choices (``n`` > 1) reports one usage for all of them and langchain-openai copies it onto
-    every choice's message, so each prompt's usage is read from its first message only.
-    """
+    """(prompt, completion, cached prompt) tokens of one chat result, or None if unreported:
+    from the messages' ``usage_metadata``, else the raw ``token_usage``. An ``n`` > 1 response's
+    one usage is copied onto every choice, so each prompt's is read from its first message."""
     found = False
     prompt = completion = cached = 0
     for generations in result.generations:
@@ -192,13 +162,8 @@ def token_counts(result: LLMResult) -> tuple[int, int, int] | None:
 
 
 class UsageLedger:
-    """Thread-safe usage counters for all roles.
-
-    Attach `callback(role)` to a role's chat model and `event_hooks(role)` /
-    `async_event_hooks(role)` to its httpx clients (`ModelRoles` does both).
-    `attach_engine_stats` lets the embedded engine's log-derived prompt statistics appear in
-    `report()`.
-    """
+    """Thread-safe usage counters for all roles: attach `callback(role)` to a role's chat model
+    and call `count_request(role)` from its HTTP clients (`ModelRoles` does both)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -209,22 +174,6 @@ class UsageLedger:
     def callback(self, role: RoleName) -> BaseCallbackHandler:
         """A LangChain callback handler that records this role's calls."""
         return _RoleCallback(self, role)
-
-    def event_hooks(self, role: RoleName) -> dict[str, list[Callable[..., Any]]]:
-        """httpx ``event_hooks`` for a sync client: counts HTTP attempts of this role."""
-
-        def on_request(request: httpx.Request) -> None:
-            self._count_request(role)
-
-        return {"request": [on_request]}
-
-    def async_event_hooks(self, role: RoleName) -> dict[str, list[Callable[..., Any]]]:
-        """httpx ``event_hooks`` for an async client: counts HTTP attempts of this role."""
-
-        async def on_request(request: httpx.Request) -> None:
-            self._count_request(role)
-
-        return {"request": [on_request]}
 
     def attach_engine_stats(self, source: Callable[[], PromptEvalStats]) -> None:
         """Include the embedded engine's prompt statistics (e.g. ``engine.prompt_eval_stats``)
@@ -239,11 +188,8 @@ class UsageLedger:
         return UsageReport(roles=roles, engine=engine)
 
     def write_json(self, path: Path, *, accumulate: bool = False) -> None:
-        """Write `report()` as indented JSON (atomically: temporary file, then rename).
-
-        With `accumulate`, the report already in `path` is added to this one, so a resumed run
-        keeps the accounting of its earlier sessions.
-        """
+        """Write `report()` as indented JSON, atomically; with `accumulate` added to the report
+        already in `path` (a resumed run keeps its earlier sessions' accounting)."""
         report = self.report()
         if accumulate and path.exists():
             earlier = json.loads(path.read_text(encoding="utf-8"))
@@ -256,7 +202,8 @@ class UsageLedger:
     def _counters_of(self, role: str) -> _Counters:
         return self._counters.setdefault(role, _Counters())
 
-    def _count_request(self, role: str) -> None:
+    def count_request(self, role: str) -> None:
+        """Count one HTTP attempt of ``role`` (every one beyond one per call is a retry)."""
         with self._lock:
             self._counters_of(role).requests += 1
 
@@ -270,21 +217,20 @@ class UsageLedger:
     ) -> None:
         now = time.monotonic()
         counts = token_counts(result) if result is not None else None
+        prompt, completion, cached = counts or (0, 0, 0)
         with self._lock:
             counters = self._counters_of(role)
             started = self._starts.pop(run_id, None)
-            if started is not None:
-                counters.wall_time_s += now - started
-            counters.calls += 1
-            counters.runaway_stops += runaway
-            if result is None:
-                counters.failures += 1
-            elif counts is None:
-                counters.calls_without_usage += 1
-            else:
-                counters.prompt_tokens += counts[0]
-                counters.completion_tokens += counts[1]
-                counters.cached_prompt_tokens += counts[2]
+            counters.usage += RoleUsage(
+                calls=1,
+                failures=int(result is None),
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                cached_prompt_tokens=cached,
+                calls_without_usage=int(result is not None and counts is None),
+                wall_time_s=0.0 if started is None else now - started,
+                runaway_stops=int(runaway),
+            )
 
 
 class _RoleCallback(BaseCallbackHandler):

@@ -1,26 +1,18 @@
 """The affinity key: one key on every request of one unit of work, for routers that hash it.
 
-GRSE is made for prefix caches: a question's G rollouts share their prompt, the critic reads
-that group's rollouts, and the probe runs one question under several libraries. Behind a router
-over several replicas (vLLM's ``vllm-router`` with ``--policy consistent_hash``, SGLang's
-``smg``) those requests find one replica's cache only if they carry the same key in the header
-the router hashes. A unit of work runs inside ``affinity(key)``; the roles' HTTP clients
-(`affinity_event_hooks`) copy the key into every header the role names
-(``RoleSettings.affinity_headers``, default ``X-Session-ID``; ``X-SMG-Routing-Key`` for smg).
-Keys are made from the question id (`question_key`), so a resumed run sends a unit to the same
-replica as before. Outside any unit no header is sent and the router picks as it likes.
-
-The key lives in a context variable: asyncio tasks and LangGraph's worker threads copy the
-context they were started from, so every call a unit makes, however deep, carries its key.
+A question's rollouts, its critic and its probe runs share prompt prefixes; behind a router over
+replicas (vLLM's ``vllm-router --policy consistent_hash``, SGLang's ``smg``) they find one
+replica's cache only with the same key in the hashed header (``RoleSettings.affinity_headers``).
+Keys come from the question id (`question_key`), so a resumed run goes to the same replica. The
+key lives in a context variable, which asyncio tasks and LangGraph's workers copy.
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
 
 import httpx
 
@@ -28,8 +20,7 @@ _KEY: ContextVar[str | None] = ContextVar("grse_affinity_key", default=None)
 
 
 def question_key(question_id: str) -> str:
-    """The key of every unit of work about one question (its group, critic, probe runs and
-    evaluation): stable across runs and resumes."""
+    """The key of every unit of work about one question, stable across runs and resumes."""
     return f"q:{question_id}"
 
 
@@ -44,8 +35,7 @@ def affinity(key: str) -> Iterator[None]:
 
 
 def keyed_context(key: str) -> contextvars.Context:
-    """A fresh context that holds only ``key`` (for work that must not inherit the rest of its
-    caller's context, such as a team run outside the training graph's run)."""
+    """A fresh context holding only ``key`` (a team run outside the training graph's run)."""
     context = contextvars.Context()
     context.run(_KEY.set, key)
     return context
@@ -56,26 +46,9 @@ def current_key() -> str | None:
     return _KEY.get()
 
 
-def _stamp(request: httpx.Request, headers: Sequence[str]) -> None:
+def stamp(request: httpx.Request, headers: Sequence[str]) -> None:
+    """Put the current key, if any, in each of ``headers`` of ``request``."""
     key = _KEY.get()
     if key is not None:
         for name in headers:
             request.headers[name] = key
-
-
-def affinity_event_hooks(headers: Sequence[str]) -> dict[str, list[Callable[..., Any]]]:
-    """httpx ``event_hooks`` for a sync client: the current key in each of ``headers``."""
-
-    def on_request(request: httpx.Request) -> None:
-        _stamp(request, headers)
-
-    return {"request": [on_request]}
-
-
-def async_affinity_event_hooks(headers: Sequence[str]) -> dict[str, list[Callable[..., Any]]]:
-    """The async client's twin of `affinity_event_hooks`."""
-
-    async def on_request(request: httpx.Request) -> None:
-        _stamp(request, headers)
-
-    return {"request": [on_request]}

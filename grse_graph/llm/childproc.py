@@ -1,26 +1,31 @@
-"""Preparation of the engine's child process (runs between fork and exec; Linux only).
+"""Child servers (the engine, the router): started, awaited and stopped, and prepared between
+fork and exec (Linux only) with two kernel settings:
 
-Two kernel settings are applied:
-
-- ``prctl(PR_SET_PDEATHSIG, SIGKILL)``: the engine is killed when its parent dies, even by
-  SIGKILL, so no orphan server keeps the port and the memory. The kernel sends the signal when
-  the *thread* that forked the child exits, so start the engine from a long-lived thread.
-- optionally a seccomp filter that makes ``arch_prctl(ARCH_REQ_XCOMP_PERM)`` fail with EPERM.
-  ggml asks for the AMX tile permission with that call and uses AMX kernels when it is
-  granted. Some virtual machines advertise AMX and grant the permission but fault on the first
-  tile instruction (SIGILL in ``ggml_backend_amx_mul_mat``, measured on this project's
-  machines with a natively built llama-cpp-python). Refusing the permission makes ggml fall
-  back to its AVX-512/AVX2 kernels; nothing else is affected.
+- ``prctl(PR_SET_PDEATHSIG, SIGKILL)``: the child dies with its parent, even by SIGKILL, so no
+  orphan server keeps the port and the memory. The kernel sends it when the *thread* that
+  forked the child exits.
+- optionally a seccomp filter that makes ``arch_prctl(ARCH_REQ_XCOMP_PERM)`` fail with EPERM:
+  some virtual machines advertise and grant ggml's AMX tile permission but fault on the first
+  tile instruction (SIGILL in ``ggml_backend_amx_mul_mat``, measured here). Refused, ggml falls
+  back to its AVX-512/AVX2 kernels.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import platform
 import signal
+import subprocess
 import sys
+import time
 from collections.abc import Callable
+from typing import IO
+
+import httpx
+
+from grse_graph.errors import EngineError
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NO_NEW_PRIVS = 38
@@ -94,3 +99,49 @@ def child_preparation(parent_pid: int, *, refuse_amx: bool) -> Callable[[], None
                 os._exit(EXIT_SECCOMP_FAILED)
 
     return prepare
+
+
+def start_child(command: list[str], log: IO[bytes], *, refuse_amx: bool) -> subprocess.Popen[bytes]:
+    """Start ``command`` with its output in ``log``, prepared by `child_preparation`."""
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        # Own session: a terminal's Ctrl-C reaches only us, and we stop the child.
+        start_new_session=True,
+        preexec_fn=child_preparation(os.getpid(), refuse_amx=refuse_amx),
+    )
+
+
+def wait_until_answering(
+    url: str,
+    process: subprocess.Popen[bytes],
+    timeout_s: float,
+    failure: Callable[[int | None], EngineError],
+) -> None:
+    """Poll ``url`` until it answers 200; raise ``failure(exit code)`` if ``process`` exits first,
+    ``failure(None)`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(timeout=2.0) as client:
+        while True:
+            code = process.poll()
+            if code is not None:
+                raise failure(code)
+            with contextlib.suppress(httpx.HTTPError):
+                if client.get(url).status_code == 200:
+                    return
+            if time.monotonic() > deadline:
+                raise failure(None)
+            time.sleep(0.25)
+
+
+def stop_child(process: subprocess.Popen[bytes] | None, timeout_s: float = 10.0) -> None:
+    """SIGTERM, wait, then SIGKILL."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=timeout_s)

@@ -1,9 +1,6 @@
-"""Configuration of the model roles and of the embedded engine.
-
-Values come from four layers, highest first: explicit overrides (CLI flags), environment
-variables (prefix ``GRSE_``), a TOML file, and the defaults below, which point every role at the
-embedded local engine. `load_config` merges the layers and reports the first bad value as a
-one-line `ConfigError` naming the key and where it came from.
+"""Configuration of the model roles and of the embedded engine: overrides (CLI flags) over
+``GRSE_`` environment variables over a TOML file over the defaults (every role on the embedded
+engine), merged by `load_config`, which names the first bad value's key and origin.
 """
 
 from __future__ import annotations
@@ -33,27 +30,13 @@ StructuredMethod = Literal[
     "json_schema",
     "json_grammar",
 ]
-"""How `grse_graph.llm.structured.structured_call` gets a schema object from a role's model
-(the methods are described in `grse_graph.llm.structured`)."""
+"""How a role's model is asked for a schema object (see `grse_graph.llm.structured`)."""
 
 StructuredMethodSetting = Literal[StructuredMethod, "auto"]
-"""A role's `StructuredMethod`, or ``auto``: chosen by the engine (see `RoleSettings`)."""
-
 ThinkingMode = Literal["auto", "off", "on"]
-"""Whether a role asks the server to disable the chat template's thinking mode (see
-`RoleSettings.thinking`)."""
-
 ToolTranscriptSetting = Literal["auto", "native", "text"]
-"""How a role's agents send tool results and get text answers (see
-`grse_graph.llm.tool_transcript`)."""
-
 ForcedCallSetting = Literal["auto", "tool_choice", "json_schema"]
-"""How a role's server is asked for a required tool call (see `RoleSettings.forced_call`)."""
-
 SchemaNarrowing = Literal["per_agent", "flat", "off"]
-"""How a critic's schema is narrowed to the names of its unit (see
-`RoleSettings.schema_narrowing`)."""
-
 _EMBEDDED_MARKERS = frozenset({"", "embedded", "local"})
 
 
@@ -97,69 +80,30 @@ def model_preset(model_name: str) -> ModelPreset | None:
 
 
 class RoleSettings(BaseModel):
-    """Endpoint and default decoding settings of one role.
+    """Endpoint and default decoding settings of one role (``base_url`` None: the embedded
+    engine). ``top_k`` goes in ``extra_body`` (vLLM and llama.cpp read it there); the cap is also
+    sent as ``max_tokens`` (``legacy_max_tokens``), since some servers ignore
+    ``max_completion_tokens``.
 
-    ``base_url`` None means the embedded local engine. ``top_k`` is not an OpenAI parameter and
-    is sent in ``extra_body`` (vLLM and llama.cpp both read it there). ``ChatOpenAI`` sends the
-    cap as ``max_completion_tokens``, which some servers ignore, so by default it is also sent
-    as ``max_tokens`` (``legacy_max_tokens``); switch that off for an API that rejects both
-    fields.
+    ``structured_method`` (`grse_graph.llm.structured`): ``auto`` is ``json_schema`` on the
+    embedded engine (its function calling returned the JSON as text without the fields, issue
+    10) and ``function_calling`` elsewhere; ``benchmarks/structured.py`` measures them all.
+    ``structured_stream`` streams structured replies and stops one whose tail keeps repeating;
+    off by default because the fault-test server does not stream.
 
-    ``structured_method`` chooses how structured output is obtained. ``auto`` (the default)
-    picks ``json_schema`` on the embedded engine (llama.cpp's server constrains the reply to
-    the schema; its function calling returned the JSON as text without the fields, issue 10)
-    and ``function_calling`` on a remote endpoint. ``function_calling`` forces a call of a
-    function whose parameters are the schema; every supported server accepts it.
-    ``json_prompt`` instead asks in plain text for one JSON object matching the schema and
-    parses and validates the reply (same single repair round): no grammar sampling, at the
-    price of an unconstrained model sometimes writing invalid JSON. ``json_object`` (a generic
-    JSON grammar, the schema in the prompt), ``json_object_schema`` (the schema inside
-    ``response_format``'s json_object), ``json_schema`` and ``json_grammar`` (the schema's
-    grammar with no schema text in the prompt) are the engine-constrained alternatives;
-    ``benchmarks/structured.py`` measures them all. Set it per role in TOML (``[critic]
-    structured_method = "json_prompt"``) or the environment
-    (``GRSE_CRITIC_STRUCTURED_METHOD=json_prompt``). ``structured_stream`` streams structured
-    replies and stops one whose tail keeps repeating (a loop inside the grammar) after a few
-    copies instead of at the cap; the stop is a failed attempt that goes to the repair round. It
-    is off by default because the fault-test server does not stream.
+    ``schema_narrowing``, where the engine enforces the schema: ``per_agent`` (default) gives
+    every agent its own variant of the critics' name enums, ``flat`` their union, ``off`` the
+    plain schema. On the embedded 0.5B model with the plain or flat schema the critic cited
+    wrong agents or steps and every diagnosis was dropped; per-agent ones were accepted.
 
-    ``schema_narrowing``: where the structured method has the engine enforce the schema, a
-    caller may send a schema narrowed to the names valid for this request (the critics' agent,
-    skill and step enums). ``per_agent`` (the default) gives every agent its own variant, so a
-    step or skill can only be cited with its own agent; ``flat`` lists each name once over the
-    union of the group's agents (a schema about a third shorter); ``off`` sends the plain one.
-    Measured on the embedded 0.5B model (`benchmarks/iteration.py`, demo, 2 groups): with the
-    plain schema the critic named speakers and "Agent 1" as agents, with the flat one it cited
-    the reasoner's steps for the retriever, and in both runs every diagnosis was dropped by the
-    checks after the repair round; with per-agent variants they were accepted.
-
-    ``tool_transcript``: how an agent's tool results reach the model and how its text answer
-    is asked for (`grse_graph.llm.tool_transcript`): ``native`` tool messages, or ``text``
-    (results as user messages, answers from a tool-free call) for a server whose chat template
-    drops tool messages. ``auto`` (the default) is ``native``.
-
-    ``forced_call``: how a required tool call (a delegating agent's first call, the
-    ``function_calling`` structured method) is asked for: ``tool_choice`` as OpenAI spells it,
-    or ``json_schema``, the call's name and arguments as a JSON schema the server enforces, for
-    llama.cpp's server, which rejects a named choice and answers "required" in prose with
-    templates that have no tools (SmolLM2, Qwen2.5-Coder). ``auto`` (the default) is
-    ``json_schema`` on the embedded engine and ``tool_choice`` elsewhere: set ``json_schema``
-    for your own llama-server.
-
-    ``affinity_headers``: the headers that carry the unit of work's affinity key on every
-    request (`grse_graph.llm.affinity`), for a router over replicas that hashes one of them:
-    ``X-Session-ID`` (vLLM's router, the default), ``X-SMG-Routing-Key`` (SGLang's smg); empty
-    sends none.
-
-    ``engine_model`` gives an embedded role its own model (``default``, ``medium``, ``small`` or
-    a ``.gguf`` path) instead of ``[engine] model``: a second engine with the same engine
-    settings serves it (for example the critic and optimizer on ``medium`` beside a ``default``
-    actor). The engines take turns, since the training stages that use them run one after
-    another.
-
-    ``thinking`` is the switch for models whose chat template has a thinking mode (Qwen3):
-    "auto" disables it, as in the paper, when the model's family is known to have one
-    (`model_preset`); "off" / "on" force it (see `chat_template_kwargs`).
+    ``tool_transcript`` (`grse_graph.llm.tool_transcript`): ``auto`` is ``native``.
+    ``forced_call``: a required tool call as OpenAI's ``tool_choice``, or as a ``json_schema``
+    of the call for llama.cpp's server, which rejects a named choice and answers "required" in
+    prose with some templates; ``auto`` is ``json_schema`` on the embedded engine only.
+    ``affinity_headers`` carry the affinity key (`grse_graph.llm.affinity`): ``X-Session-ID``
+    for vLLM's router, ``X-SMG-Routing-Key`` for SGLang's smg. ``engine_model`` gives an
+    embedded role its own model, served by a second engine with the same settings.
+    ``thinking``: ``auto`` disables a known thinking mode, as the paper did (`model_preset`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -198,13 +142,9 @@ class RoleSettings(BaseModel):
         return self.base_url is None
 
     def chat_template_kwargs(self, model_name: str) -> dict[str, Any] | None:
-        """What to send as ``chat_template_kwargs`` for the thinking switch, or None.
-
-        ``thinking`` "auto" disables thinking (as the paper did) on a model whose family has a
-        thinking mode and sends nothing otherwise, since strict APIs reject unknown fields;
-        "off" / "on" always send ``enable_thinking`` false / true (for a served model whose
-        name does not reveal its family). ``model_name`` is the name the family is read from.
-        """
+        """What to send as ``chat_template_kwargs`` for the thinking switch, or None: nothing
+        for a model without a known thinking mode under "auto", since strict APIs reject
+        unknown fields; "off" / "on" always send ``enable_thinking``."""
         if self.thinking == "auto":
             preset = model_preset(model_name)
             return {"enable_thinking": False} if preset and preset.has_thinking else None
@@ -219,26 +159,17 @@ def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 class EngineSettings(BaseModel):
-    """How to run the embedded engine (llama.cpp's server; see `grse_graph.llm.engine`).
+    """How to run the embedded engine (`grse_graph.llm.engine`).
 
-    ``model`` is ``default`` (Qwen2.5-Coder-0.5B), ``small`` (SmolLM2-135M), ``medium``
-    (Qwen2.5-Coder-1.5B) or a path to a ``.gguf`` file. ``engine``: ``xllamacpp`` (the server
-    from the prebuilt wheel of the ``local`` extra), ``llama-server`` (a binary: the
-    configured ``llama_server_path`` or one on PATH) or ``auto`` (the binary when a path is
-    configured, else xllamacpp). ``port`` 0 picks a free loopback port. ``n_ctx`` is the
-    context per slot. ``n_parallel`` is the number of slots, each keeping one prompt prefix
-    cached; each agent's prefix is pinned to one (`grse_graph.llm.slot_pinning`). The default
-    6 holds the demo team's five prefixes (multi-hop retriever and reasoner, memory retriever
-    with and without its grep tool, memory reasoner): with 4 the least recently used one was
-    always the next one needed, so every question recomputed its prefixes. ``threads`` None
-    means one per CPU core. ``allow_amx`` False keeps ggml off Intel AMX kernels (some virtual
-    machines advertise AMX but fault on it; see `grse_graph.llm.childproc`).
-    ``flash_attention``: llama.cpp's fused attention kernel, off: on these 2-core CPUs it reads
-    a prompt about 10% faster but generated at half the speed (llama-server, 0.5B, issue 10:
-    8.5 against 16.9 tok/s), and the server's own default (``auto``) turns it on.
-    ``repeatable_prompts``: prime each chat request's slot and run one request at a time, so a
-    greedy request answers the same way whatever the server served before it and whatever
-    else was asked at once (`grse_graph.llm.slot_pinning`); off, the server batches requests.
+    ``model``: ``default`` (Qwen2.5-Coder-0.5B), ``small`` (SmolLM2-135M), ``medium``
+    (Qwen2.5-Coder-1.5B) or a ``.gguf`` path. ``engine`` ``auto``: ``llama-server`` when a path is
+    configured, else xllamacpp. ``port`` 0 picks a free port; ``n_ctx`` is per slot; ``threads``
+    None is one per core. ``n_parallel`` slots, each pinned to one agent prefix
+    (`grse_graph.llm.slot_pinning`): 6 holds the demo team's five prefixes (with 4 every question
+    recomputed them). ``allow_amx`` False keeps ggml off AMX (`grse_graph.llm.childproc`).
+    ``flash_attention`` off: on 2-core CPUs it read prompts ~10% faster but generated at half the
+    speed (issue 10). ``repeatable_prompts``: greedy answers independent of what else the server
+    serves (`grse_graph.llm.slot_pinning`); off, the server batches requests.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -297,9 +228,8 @@ class LLMConfig(BaseModel):
         return models
 
     def model_name(self, role: RoleName) -> str:
-        """The name a role's model family is read from: the served model name on a remote
-        endpoint; on the embedded engine the engine model (its named models map to their
-        families, a .gguf path is read as is)."""
+        """The name a role's model family is read from: the served model's, or the embedded
+        model's family (a .gguf path as is)."""
         settings = self.role(role)
         if not settings.embedded:
             return settings.model
@@ -322,13 +252,8 @@ _DEFAULT_MAX_TOKENS: dict[str, int] = {"actor": 4096, "critic": 4000, "optimizer
 """The paper's generation caps, the default for roles on a remote (GPU) endpoint."""
 
 EMBEDDED_DEFAULT_MAX_TOKENS: dict[str, int] = {"actor": 512, "critic": 1024, "optimizer": 800}
-"""Default caps for roles on the embedded CPU engine, where a small model that loops to the
-paper's 4,096-token cap holds the single engine for ten minutes and starves every queued
-request (measured with the 0.5B model). A cap set explicitly anywhere always wins."""
-
-
-def _env_name(section: str, field: str) -> str:
-    return f"GRSE_{section.upper()}_{field.upper()}"
+"""Default caps on the embedded CPU engine, where a 0.5B model looping to the paper's cap held
+the engine for ten minutes and starved every queued request. An explicit cap always wins."""
 
 
 def _normalise(section: str, field: str, value: object) -> object:
@@ -355,12 +280,10 @@ def load_config(
 ) -> LLMConfig:
     """Merge defaults < TOML < environment < overrides into an `LLMConfig`.
 
-    TOML has one table per section (``[actor]``, ``[critic]``, ``[optimizer]``, ``[engine]``).
-    Environment variables are ``GRSE_<SECTION>_<FIELD>`` (``GRSE_ACTOR_BASE_URL``,
-    ``GRSE_ENGINE_THREADS``) plus ``GRSE_CACHE_DIR``; ``env`` None reads ``os.environ``.
-    Overrides use dotted keys (``"actor.model"``, ``"engine.port"``); None values are ignored
-    so unset CLI flags can be passed through. A role ``base_url`` of ``""``, ``"embedded"`` or
-    ``"local"`` means the embedded engine.
+    TOML has one table per section (``[actor]``, ``[critic]``, ``[optimizer]``, ``[engine]``),
+    the environment ``GRSE_<SECTION>_<FIELD>`` plus ``GRSE_CACHE_DIR`` (``env`` None reads
+    ``os.environ``), overrides dotted keys (``"engine.port"``; None values, unset CLI flags, are
+    ignored). A role ``base_url`` of ``""``, ``"embedded"`` or ``"local"`` is the embedded engine.
     """
     environment = os.environ if env is None else env
     merged: dict[str, dict[str, object]] = {section: {} for section in _SECTIONS}
@@ -385,7 +308,7 @@ def load_config(
 
     for section, schema in _SECTIONS.items():
         for field in schema.model_fields:
-            name = _env_name(section, field)
+            name = f"GRSE_{section.upper()}_{field.upper()}"
             if name in environment:
                 _set(merged, sources, section, field, environment[name], f"env {name}")
 

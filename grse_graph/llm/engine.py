@@ -1,26 +1,17 @@
 """The embedded local engine: llama.cpp's own OpenAI-compatible server on loopback.
 
-`LocalEngine` resolves the model file, chooses the engine (see `choose_engine`: a user's own
-``llama-server`` binary when configured, else llama.cpp's server from the prebuilt ``xllamacpp``
-wheel, run by `grse_graph.llm.xllamacpp_server`), starts it on a free port with the same flags
-either way, waits until ``/v1/models`` answers and stops it on exit. The server has
-``n_parallel`` slots, each with its own prompt cache; `grse_graph.llm.slot_pinning` names the
-slot of every chat request.
+`LocalEngine` resolves the model file, chooses the engine (`choose_engine`: a user's own
+``llama-server`` or the ``xllamacpp`` wheel's server, run by `grse_graph.llm.xllamacpp_server`,
+with the same flags), starts it on a free port, waits until ``/v1/models`` answers and stops it
+on exit. On Linux the child dies with the thread that started it (see `childproc`): start the
+engine from a thread that lives as long as the engine should, the main one normally.
 
-Orphans: on Linux the child is started with ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` so it dies with
-its parent even when the parent is killed with SIGKILL. Caveat: the kernel sends that signal
-when the *thread* that forked the child exits, not the whole process, so start the engine from
-a thread that lives as long as the engine should (the main thread, normally). Unless
-``allow_amx`` is set, the child also refuses ggml the AMX permission (see `childproc`).
-
-Prefix reuse: the server reports ``prompt_tokens_details.cached_tokens`` per call, which the
-ledger records, and prints per task (at trace verbosity, on here) ``cached n_tokens = N`` and
+Prefix reuse: the server prints per task (at trace verbosity) ``cached n_tokens = N`` and
 ``prompt eval time = X ms / M tokens``; `prompt_eval_stats` sums those lines from the log.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
 import re
@@ -34,11 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal, TypeVar
 
-import httpx
-
 from grse_graph.errors import EngineError
 from grse_graph.llm.accounting import PromptEvalStats
-from grse_graph.llm.childproc import child_preparation
+from grse_graph.llm.childproc import start_child, stop_child, wait_until_answering
 from grse_graph.llm.config import ENGINE_MODEL_ALIAS, EngineSettings
 from grse_graph.llm.lifecycle import Started
 from grse_graph.llm.models import resolve_model
@@ -149,8 +138,7 @@ def free_port(host: str) -> int:
 
 def parse_prompt_eval_stats(log_text: str) -> PromptEvalStats:
     """Sum the server's per-completion timing lines and the tokens its slots kept from their
-    caches. Every sample of an ``n`` > 1 request counts as a completion;
-    its prompt counts once."""
+    caches. Every sample of an ``n`` > 1 request is a completion; its prompt counts once."""
     completions = evaluated = reused = generated = 0
     prompt_ms = generation_ms = 0.0
     children = {match.group(1) for match in _CHILD_TASK.finditer(log_text)}
@@ -182,11 +170,8 @@ def _started(value: V | None) -> V:
 
 
 class LocalEngine(Started):
-    """Start and stop the embedded engine; a context manager (or `start` / `stop`).
-
-    After `start`: `base_url` (``http://127.0.0.1:PORT/v1``), `engine_name`, `model_path`,
-    `model_alias` (pass it as ``model``), `pid` and `log_path`.
-    """
+    """Start and stop the embedded engine; a context manager (or `start` / `stop`). Serve
+    requests as ``model`` `model_alias`."""
 
     def __init__(
         self,
@@ -215,11 +200,6 @@ class LocalEngine(Started):
     def base_url(self) -> str:
         """OpenAI-compatible base URL of the running engine."""
         return f"http://{self.settings.host}:{_started(self._port)}/v1"
-
-    @property
-    def port(self) -> int:
-        """The port the engine listens on."""
-        return _started(self._port)
 
     @property
     def engine_name(self) -> ConcreteEngine:
@@ -269,53 +249,32 @@ class LocalEngine(Started):
         log_path.parent.mkdir(parents=True, exist_ok=True)
         launch = server_launch(model_path, self.settings, port, self.model_alias)
         command = build_engine_command(choice, launch)
-        self._choice, self._model_path, self._port, self._log_path = (
-            choice,
-            model_path,
-            port,
-            log_path,
-        )
+        self._choice, self._model_path, self._port = choice, model_path, port
+        self._log_path = log_path
         self._log_handle = log_path.open("wb")
         self._log_handle.write(("$ " + " ".join(command) + "\n").encode())
         self._log_handle.flush()
         try:
-            self._process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=self._log_handle,
-                stderr=subprocess.STDOUT,
-                # Own session: a terminal's Ctrl-C reaches only us, and we stop the engine.
-                start_new_session=True,
-                preexec_fn=child_preparation(os.getpid(), refuse_amx=not self.settings.allow_amx),
+            self._process = start_child(
+                command, self._log_handle, refuse_amx=not self.settings.allow_amx
             )
         except OSError as error:
             self._close_log()
             raise EngineError(f"{choice.name}: cannot start {command[0]}: {error}") from error
 
     def _poll_ready(self) -> None:
-        deadline = time.monotonic() + self.settings.startup_timeout_s
         url = f"{self.base_url}/models"
-        with httpx.Client(timeout=2.0) as client:
-            while True:
-                process = self._process
-                if process is None:
-                    raise EngineError("the local engine was stopped while starting")
-                code = process.poll()
-                if code is not None:
-                    raise EngineError(
-                        f"{self.engine_name} exited with code {code} while starting; "
-                        f"log {self.log_path}: {self.log_tail()}"
-                    )
-                with contextlib.suppress(httpx.HTTPError):
-                    if client.get(url).status_code == 200:
-                        return
-                if time.monotonic() > deadline:
-                    raise EngineError(
-                        f"{self.engine_name} did not answer {url} within "
-                        f"{self.settings.startup_timeout_s:.0f}s; log {self.log_path}: "
-                        f"{self.log_tail()}"
-                    )
-                time.sleep(0.25)
+
+        def failure(code: int | None) -> EngineError:
+            what = (
+                f"exited with code {code} while starting"
+                if code is not None
+                else f"did not answer {url} within {self.settings.startup_timeout_s:.0f}s"
+            )
+            return EngineError(f"{self.engine_name} {what}; log {self.log_path}: {self.log_tail()}")
+
+        timeout_s = self.settings.startup_timeout_s
+        wait_until_answering(url, _started(self._process), timeout_s, failure)
 
     def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
         """The last log lines joined with `` | `` (for one-line error messages)."""
@@ -326,12 +285,10 @@ class LocalEngine(Started):
         return " | ".join(tail) or "(empty log)"
 
     def prompt_eval_stats(self) -> PromptEvalStats:
-        """Prompt tokens evaluated vs reused so far, parsed from the engine log.
-
-        Take the difference of two snapshots around a request to see its prefix reuse.
-        llama-server writes its log from a separate thread, so its timing lines can land a few
-        milliseconds after the reply: the log is read until it stops growing (at most ~1 s).
-        """
+        """Prompt tokens evaluated vs reused so far, parsed from the engine log (the difference
+        of two snapshots is what the requests between them did). llama-server writes its log
+        from another thread, a few milliseconds after the reply: the log is read until it stops
+        growing (at most ~1 s)."""
         if self._log_path is None or not self._log_path.exists():
             return PromptEvalStats()
         return parse_prompt_eval_stats(self._settled_log_text())
@@ -349,14 +306,7 @@ class LocalEngine(Started):
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """SIGTERM, wait, then SIGKILL. Safe to call twice."""
-        process = self._process
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=timeout_s)
+        stop_child(self._process, timeout_s)
         self._close_log()
 
     def _close_log(self) -> None:

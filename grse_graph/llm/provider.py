@@ -1,9 +1,5 @@
-"""The one seam between the method code and chat models.
-
-Everything that needs a model (team agents, critic, optimizer, baselines) receives a
-`ChatModelProvider` and asks it for the model of a role. The real provider returns `ChatOpenAI`
-instances against the configured OpenAI-compatible endpoints with usage accounting attached;
-unit tests pass a provider that returns fake chat models.
+"""The one seam between the method code and chat models: everything that needs a model receives a
+`ChatModelProvider` (`ModelRoles`, or the fakes of unit tests) and asks it for a role's model.
 """
 
 from __future__ import annotations

@@ -1,33 +1,25 @@
 """Replicas behind vLLM's router (``vllm-router``, the ``serve`` extra): the router command, and
 N embedded engines plus the router on one machine.
 
-The router does the routing, health checks and retries; the package adds only the affinity
-key (`grse_graph.llm.affinity`), which ``--policy consistent_hash`` hashes so each question's
-group, critic, probe runs and evaluation land on one replica's prefix cache. Short health
-checks matter: until the router marks a dead replica unhealthy, the requests it maps there
-fail (measured: with a 1 s interval and one failure, every key answered through the surviving
-replica within about a second).
-
-Behind a router the embedded engine's slot pinning is off (it keeps one server's slot state),
-so answers are not repeatable there; `LocalReplicas.notes` says so.
+The package adds only the affinity key (`grse_graph.llm.affinity`), which ``--policy
+consistent_hash`` hashes so each question's requests land on one replica's prefix cache. Short
+health checks matter: until the router marks a dead replica unhealthy, the requests it maps
+there fail (with a 1 s interval and one failure, every key answered through the survivor
+within about a second). Slot pinning keeps one server's state, so it is off behind a router.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
 import subprocess
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from grse_graph.errors import EngineError
-from grse_graph.llm.childproc import child_preparation
+from grse_graph.llm.childproc import start_child, stop_child, wait_until_answering
 from grse_graph.llm.config import EngineSettings
 from grse_graph.llm.engine import LocalEngine, free_port
 from grse_graph.llm.lifecycle import Started
@@ -58,9 +50,8 @@ def router_command(
 ) -> list[str]:
     """The ``vllm-router`` command over ``worker_urls`` (server roots, without ``/v1``).
 
-    ``metrics_port``: where its Prometheus metrics listen, on ``host``. Without it vllm-router
-    0.1.17 binds 0.0.0.0:29000 and exits at start when that port is taken (seen: the replicas
-    test's router, while another process held it), so replicas started here always name one."""
+    ``metrics_port``: where its Prometheus metrics listen, on ``host``; without it vllm-router
+    0.1.17 binds 0.0.0.0:29000 and exits at start when that port is taken."""
     metrics = [] if metrics_port is None else [
         "--prometheus-host", host, "--prometheus-port", str(metrics_port),
     ]  # fmt: skip
@@ -160,42 +151,25 @@ class LocalReplicas(Started):
                 executable=executable,
                 metrics_port=self._metrics_port,
             )
-            self._log = (self._log_dir / "router.log").open("wb")
-            self._process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=self._log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=child_preparation(os.getpid(), refuse_amx=False),
+            log = self._log_dir / "router.log"
+            self._log = log.open("wb")
+            self._process = start_child(command, self._log, refuse_amx=False)
+            wait_until_answering(
+                f"{self.base_url}/models",
+                self._process,
+                self.settings.startup_timeout_s,
+                lambda code: EngineError(
+                    f"vllm-router {'did not answer' if code is None else 'exited'}; log {log}"
+                ),
             )
-            self._wait_ready()
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.settings.startup_timeout_s
-        with httpx.Client(timeout=2.0) as client:
-            while time.monotonic() < deadline:
-                assert self._process is not None
-                if self._process.poll() is not None:
-                    raise EngineError(f"vllm-router exited; log {self._log_dir / 'router.log'}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if client.get(f"{self.base_url}/models").status_code == 200:
-                        return
-                time.sleep(0.25)
-        raise EngineError(f"vllm-router did not answer; log {self._log_dir / 'router.log'}")
-
     def stop(self) -> None:
         """Stop the router, then every replica. Safe to call twice."""
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
+        stop_child(self._process)
         if self._log is not None:
             self._log.close()
             self._log = None

@@ -22,7 +22,7 @@ from pydantic import SecretStr
 
 from grse_graph.errors import ConfigError, EngineError
 from grse_graph.llm.accounting import UsageLedger
-from grse_graph.llm.affinity import affinity_event_hooks, async_affinity_event_hooks
+from grse_graph.llm.affinity import stamp
 from grse_graph.llm.config import LLMConfig, RoleSettings, StructuredMethod
 from grse_graph.llm.engine import choose_engine
 from grse_graph.llm.lifecycle import Closing
@@ -61,18 +61,21 @@ _AUTO_STRUCTURED: dict[str | None, StructuredMethod] = {
 """What ``structured_method = "auto"`` resolves to per embedded engine (else function calling)."""
 
 
-def _with_text_tool_calls(
-    result: ChatResult, messages: Sequence[BaseMessage], request: Mapping[str, Any]
-) -> ChatResult:
-    """`result` with each reply that wrote calls of the request's tools as text turned into
-    those calls (see `RoleChatOpenAI`); unchanged when no tools were offered."""
-    if request.get("tool_choice") == "none":
-        return result
-    offered = {
-        tool["function"]["name"]
+def _functions(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The function tools a request offers, by name."""
+    return {
+        tool["function"]["name"]: tool["function"]
         for tool in request.get("tools") or ()
         if isinstance(tool, Mapping) and tool.get("type") == "function"
     }
+
+
+def _with_text_tool_calls(
+    result: ChatResult, messages: Sequence[BaseMessage], request: Mapping[str, Any]
+) -> ChatResult:
+    """`result` with each reply that wrote calls of the request's offered tools as text turned
+    into those calls."""
+    offered = _functions(request) if request.get("tool_choice") != "none" else {}
     if not offered:
         return result
     # The replies so far in this conversation number the recovered calls' ids.
@@ -103,15 +106,10 @@ def _forced_call_schema(request: Mapping[str, Any]) -> dict[str, Any] | None:
     """The JSON schema of the one call a request requires (``tool_choice`` naming a function,
     or "required" with one function offered), or None.
 
-    llama.cpp's server rejects a named ``tool_choice`` ("type must be string") and did not
-    constrain "required" with the Qwen2.5-Coder and SmolLM2 templates (both answered in
-    prose); its ``json_schema`` field does constrain the reply, a JSON object with the call's
-    name and arguments, which is read back as the call (`grse_graph.llm.text_tool_calls`)."""
-    functions = {
-        tool["function"]["name"]: tool["function"]
-        for tool in request.get("tools") or ()
-        if isinstance(tool, Mapping) and tool.get("type") == "function"
-    }
+    llama.cpp's server rejects a named ``tool_choice`` and did not constrain "required" with the
+    Qwen2.5-Coder and SmolLM2 templates (both answered in prose); its ``json_schema`` field does
+    constrain the reply, which is read back as the call (`grse_graph.llm.text_tool_calls`)."""
+    functions = _functions(request)
     choice = request.get("tool_choice")
     if isinstance(choice, Mapping) and choice.get("type") == "function":
         function = functions.get(str(choice.get("function", {}).get("name")))
@@ -129,34 +127,19 @@ def _forced_call_schema(request: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _merged(
-    *hooks: dict[str, list[Callable[..., Any]]],
-) -> dict[str, list[Callable[..., Any]]]:
-    """httpx event hooks of several sources, each event's hooks in order."""
-    merged: dict[str, list[Callable[..., Any]]] = {}
-    for source in hooks:
-        for event, callables in source.items():
-            merged.setdefault(event, []).extend(callables)
-    return merged
-
-
 class RoleChatOpenAI(ChatOpenAI):
-    """`ChatOpenAI` that sends ``tool_choice="auto"`` when tools are bound without a choice,
-    reads tool calls written as text back as calls, and whose endpoint failures are typed
-    one-line errors.
+    """`ChatOpenAI` that sends ``tool_choice="auto"`` when tools are bound without a choice (no
+    server's other default can hide them), reads a reply whose whole text is calls of the
+    request's tools back as those calls (llama-server with Qwen2.5-Coder writes many calls as
+    JSON text), asks again for a reply that is not a chat completion, and raises endpoint
+    failures as one-line errors (`grse_graph.llm.transport`)."""
 
-    OpenAI, vLLM and llama.cpp's server treat a missing ``tool_choice`` with tools as ``auto``;
-    it is sent anyway, so no server's other default can hide the tools. llama-server
-    with the Qwen2.5-Coder models returns many calls as JSON text; a reply whose whole text is
-    calls of the request's tools becomes those calls (`grse_graph.llm.text_tool_calls`), for
-    every agent built on a role's model, the team's or your own. A reply that is not a chat
-    completion is asked for again and a call that fails after its retries raises
-    `ModelEndpointError` / `ModelRequestRefused` (see `grse_graph.llm.transport`).
-    """
-
-    def _endpoint(self) -> tuple[str, str]:
-        role = str((self.metadata or {}).get("grse_role", "model"))
-        return role, str(self.openai_api_base or "the default OpenAI endpoint")
+    def _endpoint(self) -> dict[str, Any]:
+        return {
+            "role": str((self.metadata or {}).get("grse_role", "model")),
+            "base_url": str(self.openai_api_base or "the default OpenAI endpoint"),
+            "max_retries": self.max_retries,
+        }
 
     def _with_forced_call_schema(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """``kwargs`` with a required call's schema in ``extra_body`` where the role's server
@@ -175,7 +158,6 @@ class RoleChatOpenAI(ChatOpenAI):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        role, base_url = self._endpoint()
         kwargs = self._with_forced_call_schema(kwargs)
 
         def attempt() -> ChatResult:
@@ -184,12 +166,13 @@ class RoleChatOpenAI(ChatOpenAI):
                     messages, stop=stop, run_manager=run_manager, **kwargs
                 )
             except openai.LengthFinishReasonError as capped:
-                result = self._capped_result(capped)
+                # With a ``response_format`` openai's ``parse()`` raises for a reply that hit
+                # its cap (it crashed `grse demo` when the optimizer's induce ran to its cap);
+                # returned, the structured path reads it leniently and the ledger counts it.
+                result = self._create_chat_result(capped.completion)
             return _with_text_tool_calls(result, messages, kwargs)
 
-        return call_with_reply_retries(
-            attempt, role=role, base_url=base_url, max_retries=self.max_retries
-        )
+        return call_with_reply_retries(attempt, **self._endpoint())
 
     async def _agenerate(
         self,
@@ -198,7 +181,6 @@ class RoleChatOpenAI(ChatOpenAI):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        role, base_url = self._endpoint()
         kwargs = self._with_forced_call_schema(kwargs)
 
         async def attempt() -> ChatResult:
@@ -207,23 +189,10 @@ class RoleChatOpenAI(ChatOpenAI):
                     messages, stop=stop, run_manager=run_manager, **kwargs
                 )
             except openai.LengthFinishReasonError as capped:
-                result = self._capped_result(capped)
+                result = self._create_chat_result(capped.completion)
             return _with_text_tool_calls(result, messages, kwargs)
 
-        return await acall_with_reply_retries(
-            attempt, role=role, base_url=base_url, max_retries=self.max_retries
-        )
-
-    def _capped_result(self, capped: openai.LengthFinishReasonError) -> ChatResult:
-        """A reply that hit its token cap, as the result it is (finish reason ``length``).
-
-        With a ``response_format`` langchain-openai reads the reply through openai's
-        ``parse()``, which raises for a capped reply instead of returning it (it crashed
-        `grse demo` on a fresh install when the optimizer's induce ran to its 450-token cap).
-        Returned, the structured path reads the cut-off object leniently or asks for a repair,
-        and the ledger counts its tokens, like any capped reply without a ``response_format``.
-        """
-        return self._create_chat_result(capped.completion)
+        return await acall_with_reply_retries(attempt, **self._endpoint())
 
     def _stream(
         self,
@@ -232,10 +201,9 @@ class RoleChatOpenAI(ChatOpenAI):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        role, base_url = self._endpoint()
         kwargs = self._with_forced_call_schema(kwargs)
         # A stream cannot be asked for again once chunks went out: translated, not retried.
-        with endpoint_errors_translated(role, base_url, self.max_retries):
+        with endpoint_errors_translated(**self._endpoint()):
             yield from super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
 
     async def _astream(
@@ -245,9 +213,8 @@ class RoleChatOpenAI(ChatOpenAI):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        role, base_url = self._endpoint()
         kwargs = self._with_forced_call_schema(kwargs)
-        with endpoint_errors_translated(role, base_url, self.max_retries):
+        with endpoint_errors_translated(**self._endpoint()):
             async for chunk in super()._astream(
                 messages, stop=stop, run_manager=run_manager, **kwargs
             ):
@@ -269,16 +236,12 @@ class RoleChatOpenAI(ChatOpenAI):
 class ModelRoles(Closing):
     """`ChatModelProvider` backed by OpenAI-compatible endpoints (vLLM, llama.cpp, hosted APIs).
 
-    Roles whose ``base_url`` is None use ``engine_url``: the running `LocalEngine`'s base URL,
-    or, when embedded roles run on different models (`RoleSettings.engine_model`), a mapping
-    from each model to the base URL of the engine serving it.
-    Every model shares the role's httpx clients, whose event hooks and the model's callback
-    feed the `UsageLedger`. ``engine_slots`` maps an embedded engine's base URL to its number of
-    slots (`LocalEngine.slots`): chat requests to it then name the slot that holds their
-    prefix, primed for repeatable answers (`slot_pinning`). ``env`` (default ``os.environ``) is
-    where API keys are read; ``transport`` / ``async_transport`` replace the network layer
-    (tests use httpx mocks).
-    Close the instance (or use it as a context manager) to release the HTTP connections.
+    Embedded roles use ``engine_url``: the `LocalEngine`'s base URL, or a mapping from each
+    embedded model (`RoleSettings.engine_model`) to its engine's. A role's models share its httpx
+    clients, which with the model's callback feed the `UsageLedger`. ``engine_slots`` maps an
+    engine's base URL to its slots (`LocalEngine.slots`), whose chat requests are then pinned
+    (`slot_pinning`). API keys are read from ``env`` (default ``os.environ``); ``transport`` /
+    ``async_transport`` replace the network layer. Close it to release the HTTP connections.
     """
 
     def __init__(
@@ -347,9 +310,6 @@ class ModelRoles(Closing):
         engine could start here)."""
         if not self.settings(role).embedded:
             return None
-        return self._embedded_engine_name()
-
-    def _embedded_engine_name(self) -> str:
         if self._embedded_engine is None:
             try:
                 self._embedded_engine = choose_engine(self.config.engine).name
@@ -358,28 +318,25 @@ class ModelRoles(Closing):
         return self._embedded_engine
 
     def prefix_reloads(self) -> int:
-        """Chat requests whose agent prefix had lost its engine slot to another prefix (see
-        `grse_graph.llm.slot_pinning.SlotAffinity`): more than a few call for a larger
-        ``[engine] n_parallel``."""
+        """Chat requests whose agent prefix had lost its engine slot to another prefix: more
+        than a few call for a larger ``[engine] n_parallel``."""
         return sum(pinning.affinity.reloads for pinning in self._pinnings)
 
     def tool_transcript(self, role: RoleName) -> Transcript:
-        """The role's tool transcript, with ``auto`` resolved to ``native`` (every supported
-        server renders tool messages through its chat template)."""
+        """The role's tool transcript (``auto``: ``native``, which every supported server
+        renders)."""
         setting = self.settings(role).tool_transcript
         return "native" if setting == "auto" else setting
 
     def forced_call(self, role: RoleName) -> Literal["tool_choice", "json_schema"]:
-        """How the role asks for a required tool call, with ``auto`` resolved (see
-        `RoleSettings.forced_call`)."""
+        """How the role asks for a required tool call, with ``auto`` resolved."""
         settings = self.settings(role)
         if settings.forced_call != "auto":
             return settings.forced_call
         return "json_schema" if settings.embedded else "tool_choice"
 
     def structured_method(self, role: RoleName) -> StructuredMethod:
-        """The role's structured-output method, with ``auto`` resolved by engine (see
-        `RoleSettings`)."""
+        """The role's structured-output method, with ``auto`` resolved by engine."""
         setting = self.settings(role).structured_method
         if setting != "auto":
             return setting
@@ -407,8 +364,7 @@ class ModelRoles(Closing):
         max_tokens: int | None = None,
     ) -> ChatOpenAI:
         """A `ChatOpenAI` for the role; ``sampling`` and ``max_tokens`` override the role's
-        defaults for this model only. Its ``metadata`` carries the role's ``structured_method``
-        (under `STRUCTURED_METHOD_KEY`), which `structured_call` reads."""
+        defaults. Its ``metadata`` carries what `structured_call` and the team read."""
         settings = self.settings(role)
         base_url = self.base_url(role)
         api_key = self.api_key(role)
@@ -455,23 +411,23 @@ class ModelRoles(Closing):
     def _http_clients(self, role: RoleName) -> tuple[httpx.Client, httpx.AsyncClient]:
         settings = self.settings(role)
         limits = httpx.Limits(max_connections=max(8, 2 * settings.concurrency))
-        timeout = httpx.Timeout(settings.timeout_s)
-        pinned = bool(self._pinnings)
+        options: dict[str, Any] = {"limits": limits, "timeout": httpx.Timeout(settings.timeout_s)}
+
+        def on_request(request: httpx.Request) -> None:
+            self.ledger.count_request(role)
+            stamp(request, settings.affinity_headers)
+
+        async def on_async_request(request: httpx.Request) -> None:
+            on_request(request)
+
         sync_client = self._sync_clients.get(role)
         if sync_client is None:
+            transport = self._transport
+            if self._pinnings:
+                inner = transport or httpx.HTTPTransport(limits=limits)
+                transport = SlotPinningTransport(self._pinnings, inner)
             sync_client = httpx.Client(
-                event_hooks=_merged(
-                    self.ledger.event_hooks(role), affinity_event_hooks(settings.affinity_headers)
-                ),
-                limits=limits,
-                timeout=timeout,
-                transport=(
-                    SlotPinningTransport(
-                        self._pinnings, self._transport or httpx.HTTPTransport(limits=limits)
-                    )
-                    if pinned
-                    else self._transport
-                ),
+                event_hooks={"request": [on_request]}, transport=transport, **options
             )
             self._sync_clients[role] = sync_client
         try:
@@ -481,22 +437,13 @@ class ModelRoles(Closing):
         per_loop = self._async_clients.setdefault(loop, {}) if loop is not None else {}
         async_client = per_loop.get(role)
         if async_client is None:
-            async_client = httpx.AsyncClient(
-                event_hooks=_merged(
-                    self.ledger.async_event_hooks(role),
-                    async_affinity_event_hooks(settings.affinity_headers),
-                ),
-                limits=limits,
-                timeout=timeout,
+            async_transport = self._async_transport
+            if self._pinnings:
                 # One inner transport per client: its connections belong to this event loop.
-                transport=(
-                    AsyncSlotPinningTransport(
-                        self._pinnings,
-                        self._async_transport or httpx.AsyncHTTPTransport(limits=limits),
-                    )
-                    if pinned
-                    else self._async_transport
-                ),
+                async_inner = async_transport or httpx.AsyncHTTPTransport(limits=limits)
+                async_transport = AsyncSlotPinningTransport(self._pinnings, async_inner)
+            async_client = httpx.AsyncClient(
+                event_hooks={"request": [on_async_request]}, transport=async_transport, **options
             )
             per_loop[role] = async_client
         return sync_client, async_client

@@ -1,28 +1,22 @@
 """Pin each agent's prompt prefix to one llama.cpp server slot, and keep greedy answers
 repeatable, with ordinary chat requests only.
 
-The embedded engine (llama.cpp's server) keeps ``n_parallel`` slots, each with its own prompt
-cache. A team alternates agents whose fixed prefixes (role, skills, tools) differ, so the
-client names the slot: every chat request carries ``id_slot``, the slot that last served the
-same prefix key (its tools and first message), or the least recently used slot for a new key.
-Each agent's prefix is then computed once per slot instead of once per question.
+The server keeps ``n_parallel`` slots, each with its own prompt cache, and a team alternates
+agents whose fixed prefixes (role, skills, tools) differ. So every chat request names its slot
+(``id_slot``): the one that last served the same prefix key (its tools and first message), else
+the least recently used; each prefix is computed once per slot, not once per question.
 
 Repeatable answers (``repeatable=True``): greedy output on llama.cpp depends slightly on which
-part of a prompt came from the cache, since the rest is computed in other batches, and on what
-else shares a batch. So, under one gate that lets one chat request run at a time, each request
-is preceded by its key's priming request (`priming_body`: the tools and first message, then a
-user turn no real message starts with, one token) on the same slot. When the slot last served
-another key, the priming request is computed from scratch (``cache_prompt: false``); otherwise
-it reuses what the first priming computed. The real request then reuses exactly the part it
-shares with the priming prompt, computed the same way every time, and computes the rest alone:
-the same request answers the same whatever the server served before it and at any concurrency
-the caller uses. An ``n`` > 1 request's extra samples run on other slots (llama.cpp's child
-tasks copy the prompt there), so afterwards every other slot counts as unprepared. Without
-``repeatable`` requests are pinned but neither primed nor gated: the server batches them.
+part of a prompt came from the cache and on what shares a batch. So one chat request runs at a
+time (a gate), each preceded on its slot by its key's priming request (`priming_body`), computed
+from scratch (``cache_prompt: false``) when the slot last served another key. The real request
+then reuses exactly the part it shares with the priming prompt, computed the same way every
+time: it answers the same whatever was served before and at any concurrency. The extra samples
+of an ``n`` > 1 request run on other slots (llama.cpp copies the prompt there), which then count
+as unprepared. Without ``repeatable`` requests are pinned but neither primed nor gated.
 
-The priming requests are engine upkeep and go below the clients' accounting. Everything here
-travels in chat request bodies, so it works against any llama.cpp server (a user's own
-``llama-server``), not only the embedded one.
+Priming requests are engine upkeep, below the clients' accounting. Everything travels in chat
+request bodies, so it works against any llama.cpp server, not only the embedded one.
 """
 
 from __future__ import annotations
@@ -32,6 +26,7 @@ import hashlib
 import json
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,12 +74,9 @@ def priming_body(payload: dict[str, Any], slot: int, *, from_scratch: bool) -> d
 
 
 class SlotAffinity:
-    """Which slot serves a prefix key: the slot that served it last, else the least recently
-    used slot (whose earlier keys then move on). Thread-safe.
-
-    `reloads` counts requests whose key had a slot and lost it to another key: each computes
-    its prefix again. More than a few mean the workload cycles through more prefixes than there
-    are slots (``[engine] n_parallel``)."""
+    """Which slot serves a prefix key: the one that served it last, else the least recently
+    used (whose keys move on; `reloads` counts keys that come back and compute their prefix
+    again: more than a few mean more prefixes than ``[engine] n_parallel``). Thread-safe."""
 
     def __init__(self, slots: int) -> None:
         if slots < 1:
@@ -142,11 +134,15 @@ class SlotPinning:
             and url.path.endswith(_CHAT_PATH_SUFFIX)
         )
 
-    def pin(self, request: httpx.Request, body: bytes) -> PinnedRequest | None:
-        """``request`` with ``id_slot`` set, and its priming (None: not a chat request)."""
+    def pin(self, request: httpx.Request, body: bytes) -> tuple[PinnedRequest | None, _ReleaseOnce]:
+        """Under the gate (taken when ``repeatable``): ``request`` with ``id_slot`` set and its
+        priming, or None for a request that is not a chat (the gate then released at once); and
+        the gate's release."""
+        release = _ReleaseOnce(self.gate if self.repeatable else None)
         payload = _chat_payload(body)
         if payload is None:
-            return None
+            release()
+            return None, release
         key = prefix_key(payload)
         slot = self.affinity.slot_for(key)
         # The priming request carries the request's headers (a router's affinity key).
@@ -164,21 +160,20 @@ class SlotPinning:
             priming = json.dumps(priming_body(payload, slot, from_scratch=fresh)).encode()
             preparation = (httpx.Request("POST", request.url, headers=headers, content=priming),)
             self._primed[slot] = key
-        return PinnedRequest(pinned, slot, preparation, int(payload.get("n") or 1))
+        return PinnedRequest(pinned, slot, preparation, int(payload.get("n") or 1)), release
 
-    def answered(self, pinned: PinnedRequest) -> None:
-        """Record what an answered request did to the other slots (see the module)."""
+    @contextmanager
+    def exchange(self, pinned: PinnedRequest, release: _ReleaseOnce) -> Iterator[None]:
+        """Around the requests of ``pinned``: a failure forgets its slot's priming and opens the
+        gate; an answer with ``n`` > 1 leaves every other slot unprepared (see the module)."""
+        try:
+            yield
+        except BaseException:
+            self._primed[pinned.slot] = None
+            release()
+            raise
         if pinned.samples > 1:
             self._primed = [k if i == pinned.slot else None for i, k in enumerate(self._primed)]
-
-    def failed(self, pinned: PinnedRequest) -> None:
-        """Forget what the slot of a failed request was primed for."""
-        self._primed[pinned.slot] = None
-
-    async def acquire(self) -> None:
-        """Take the gate without blocking the event loop."""
-        while not self.gate.acquire(blocking=False):
-            await asyncio.sleep(_GATE_POLL_S)
 
 
 def _check_prepared(response: httpx.Response, request: httpx.Request) -> None:
@@ -272,23 +267,15 @@ class SlotPinningTransport(httpx.BaseTransport):
         body = request.read()
         if pinning.repeatable:
             pinning.gate.acquire()
-        release = _ReleaseOnce(pinning.gate if pinning.repeatable else None)
-        pinned = pinning.pin(request, body)  # under the gate: the slots' primed keys
+        pinned, release = pinning.pin(request, body)
         if pinned is None:
-            release()
             return self._inner.handle_request(request)
-        try:
+        with pinning.exchange(pinned, release):
             for step in pinned.preparation:
                 primed = self._inner.handle_request(step)
-                primed.read()
-                primed.close()
+                primed.read()  # to its end, which closes it
                 _check_prepared(primed, step)
             response = self._inner.handle_request(pinned.request)
-            pinning.answered(pinned)
-        except BaseException:
-            pinning.failed(pinned)
-            release()
-            raise
         return _gated(response, release)
 
     def close(self) -> None:
@@ -308,25 +295,18 @@ class AsyncSlotPinningTransport(httpx.AsyncBaseTransport):
         if pinning is None:
             return await self._inner.handle_async_request(request)
         body = await request.aread()
-        if pinning.repeatable:
-            await pinning.acquire()
-        release = _ReleaseOnce(pinning.gate if pinning.repeatable else None)
-        pinned = pinning.pin(request, body)
+        # The gate is taken without blocking the event loop.
+        while pinning.repeatable and not pinning.gate.acquire(blocking=False):
+            await asyncio.sleep(_GATE_POLL_S)
+        pinned, release = pinning.pin(request, body)
         if pinned is None:
-            release()
             return await self._inner.handle_async_request(request)
-        try:
+        with pinning.exchange(pinned, release):
             for step in pinned.preparation:
                 primed = await self._inner.handle_async_request(step)
                 await primed.aread()
-                await primed.aclose()
                 _check_prepared(primed, step)
             response = await self._inner.handle_async_request(pinned.request)
-            pinning.answered(pinned)
-        except BaseException:
-            pinning.failed(pinned)
-            release()
-            raise
         return _gated(response, release)
 
     async def aclose(self) -> None:

@@ -1,15 +1,8 @@
-"""Tool calls a model wrote as text in ``content`` instead of as structured ``tool_calls``.
-
-llama.cpp's ``llama-server`` (``--jinja``, the llama.cpp vendored in llama-cpp-python 0.3.36)
-parses a Qwen2.5 tool call only in the exact form its template asks for; the Qwen2.5-Coder
-models of this project often write the same call as a bare or fenced JSON object, which the
-server then returns as ordinary text (issue 10, GUIDE §5).
-
-`recover_tool_calls` reads such a reply back as the calls it is, but only when the whole text is
-calls of offered tools: ``<tool_call>`` blocks (Hermes / Qwen), or one JSON object with ``name``
-and ``arguments`` (or ``parameters``), or a JSON list of them, optionally inside a code fence.
-A reply with anything else in it (prose, an unknown tool name, arguments that are not an
-object) stays text, so an agent's answer is never mistaken for a call.
+"""Tool calls a model wrote as text in ``content`` instead of as ``tool_calls``: the Qwen2.5-Coder
+models often write a call as a bare or fenced JSON object, which llama-server returns as text
+(issue 10). `recover_tool_calls` reads it back only when the whole text is calls of offered
+tools (``<tool_call>`` blocks, or JSON objects with ``name`` and ``arguments``), so an agent's
+answer is never mistaken for a call.
 """
 
 from __future__ import annotations
@@ -65,10 +58,9 @@ def _as_call(value: Any, offered: Collection[str], call_id: str) -> ToolCall | N
 def recover_tool_calls(
     reply: AIMessage, offered: Collection[str], *, model_call: int = 0
 ) -> AIMessage | None:
-    """The reply as a tool-calling message when its text is only calls of `offered` tools;
-    None otherwise (a reply that already has tool calls, or any other text). Recovered calls
-    get the ids ``text-call-<model_call>-<i>``: `model_call` counts the replies before this one
-    in its conversation, so the ids are unique there."""
+    """The reply as a tool-calling message when its text is only calls of `offered` tools, else
+    None. Ids ``text-call-<model_call>-<i>``: `model_call`, the replies before this one, keeps
+    them unique in the conversation."""
     text = reply.text.strip()
     if reply.tool_calls or not text:
         return None

@@ -1,10 +1,6 @@
-"""Counting tokens the way a role's server counts them.
-
-`ServerTokenCounter` asks the role's OpenAI-compatible server to tokenize (vLLM and llama.cpp's
-server: ``POST /tokenize``), so a text is measured in the model's own tokens. A server
-without a tokenize route (a hosted API) gets the `approximate_tokens` estimate instead; the
-counter says so in `exact` and logs it once. Counts are cached per text, so fitting a payload
-step by step costs one request per distinct rendering.
+"""Counting tokens the way a role's server counts them: ``POST /tokenize`` (vLLM and llama.cpp),
+else, for a server without it (a hosted API), the `approximate_tokens` estimate, logged once.
+Counts are cached per text, so fitting a payload step by step costs one request per rendering.
 """
 
 from __future__ import annotations
@@ -46,11 +42,8 @@ def _server_root(base_url: str) -> str:
 
 
 class ServerTokenCounter:
-    """Token counts from the server behind `base_url` (see the module doc).
-
-    If the server does not answer its tokenize route, every later count is `approximate_tokens`
-    and `exact` is False.
-    """
+    """Token counts from the server behind `base_url`; once it does not answer its tokenize
+    route, `exact` is False and every count is `approximate_tokens`."""
 
     def __init__(
         self,

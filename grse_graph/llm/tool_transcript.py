@@ -1,11 +1,6 @@
-"""How an agent's tool exchange reaches a role's model: `native` tool messages, or `text`.
-
-Some servers' chat templates have no branch for ``tool`` messages, so a tool result never
-reaches the model (llama-cpp-python 0.3.36's ``chatml-function-calling`` format, the project's
-engine before xllamacpp, showed an empty ``<|im_start|>tool`` line). A role set to the ``text``
-transcript sends every tool result as a user message that names the call, and a reply that
-answers while tools are offered is asked again without tools. `RoleSettings.tool_transcript`
-chooses; ``auto`` is ``native`` (llama.cpp's server and vLLM render tool messages).
+"""How an agent's tool exchange reaches a role's model: `native` tool messages, or `text` (tool
+results as user messages, a text answer asked for without tools) for a server whose chat
+template drops tool messages (llama-cpp-python's ``chatml-function-calling`` did).
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """Endpoint failures of the one client path, as typed one-line errors.
 
-The OpenAI client already retries, with backoff, what is transient on the wire: refused or
-dropped connections, timeouts, 408/409/429 and 5xx answers (``max_retries`` per role; every
-attempt is counted by the ledger's HTTP hook). What it does not retry is a 200 answer whose body
-is not a chat completion (invalid JSON, a truncated document that still parsed as text, no
-choices): `call_with_reply_retries` asks again for those, up to the same ``max_retries``. When
-the attempts are used up, `endpoint_error` turns the failure into `ModelEndpointError` naming
-the role, the endpoint and the cause in one line; a 400 (the server refuses this request, so
-asking again cannot help) becomes `ModelRequestRefused`, which callers that can lose one unit
-of work (a critic call) catch. Nothing from httpx or openai reaches the user as a traceback.
+The OpenAI client retries, with backoff, what is transient on the wire (connections, timeouts,
+408/409/429 and 5xx; ``max_retries`` per role), but not a 200 answer whose body is not a chat
+completion: `call_with_reply_retries` asks again for those. Once the attempts are used up,
+`endpoint_error` names the role, the endpoint and the cause in one line; a 400 (asking again
+cannot help) becomes `ModelRequestRefused`, which callers that can lose one unit of work (a
+critic call) catch. Nothing from httpx or openai reaches the user as a traceback.
 """
 
 from __future__ import annotations
@@ -79,6 +76,17 @@ def endpoint_error(role: str, base_url: str, attempts: int, error: BaseException
 
 
 @contextmanager
+def refusals_translated() -> Iterator[None]:
+    """Inside this block an `openai.BadRequestError` (from any chat model, not only the roles')
+    becomes `ModelRequestRefused`."""
+    try:
+        yield
+    except openai.BadRequestError as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ModelRequestRefused(f"the model server refused the request: {first}") from error
+
+
+@contextmanager
 def endpoint_errors_translated(role: str, base_url: str, max_retries: int | None) -> Iterator[None]:
     """Inside this block every endpoint failure becomes `endpoint_error` (nothing is retried
     here: for streams, whose chunks may already have been used)."""
@@ -92,6 +100,15 @@ def _attempts(max_retries: int | None) -> int:
     return 1 + max(0, max_retries or 0)
 
 
+def _pause_or_raise(
+    error: Exception, attempt: int, attempts: int, role: str, base_url: str
+) -> float:
+    """The pause after a malformed reply with attempts left; any other failure is raised."""
+    if isinstance(error, MALFORMED_REPLY_ERRORS) and attempt < attempts:
+        return _REPLY_RETRY_PAUSE_S * attempt
+    raise endpoint_error(role, base_url, attempts, error) from error
+
+
 def call_with_reply_retries(
     call: Callable[[], T], *, role: str, base_url: str, max_retries: int | None
 ) -> T:
@@ -100,13 +117,9 @@ def call_with_reply_retries(
     for attempt in range(1, attempts + 1):
         try:
             return call()
-        except MALFORMED_REPLY_ERRORS as error:
-            if attempt == attempts:
-                raise endpoint_error(role, base_url, attempts, error) from error
-            time.sleep(_REPLY_RETRY_PAUSE_S * attempt)
-        except (openai.APIError, httpx.HTTPError) as error:
-            raise endpoint_error(role, base_url, attempts, error) from error
-    raise AssertionError("unreachable")  # the loop returns or raises
+        except _ENDPOINT_ERRORS as error:
+            time.sleep(_pause_or_raise(error, attempt, attempts, role, base_url))
+    raise AssertionError("unreachable")  # the last attempt returns or raises
 
 
 async def acall_with_reply_retries(
@@ -117,10 +130,6 @@ async def acall_with_reply_retries(
     for attempt in range(1, attempts + 1):
         try:
             return await call()
-        except MALFORMED_REPLY_ERRORS as error:
-            if attempt == attempts:
-                raise endpoint_error(role, base_url, attempts, error) from error
-            await asyncio.sleep(_REPLY_RETRY_PAUSE_S * attempt)
-        except (openai.APIError, httpx.HTTPError) as error:
-            raise endpoint_error(role, base_url, attempts, error) from error
-    raise AssertionError("unreachable")  # the loop returns or raises
+        except _ENDPOINT_ERRORS as error:
+            await asyncio.sleep(_pause_or_raise(error, attempt, attempts, role, base_url))
+    raise AssertionError("unreachable")  # the last attempt returns or raises

@@ -1,9 +1,6 @@
-"""The ``vllm serve`` command for GPU machines.
-
-Prefix caching is always switched on (group rollouts share long prompt prefixes). Automatic
-tool choice needs a tool-call parser that matches the model's chat template, chosen here from
-the model name; for an unknown family the command has no automatic tool choice (structured
-output through a named function call still works) and a warning says so.
+"""The ``vllm serve`` command for GPU machines: prefix caching on (group rollouts share long
+prefixes), and automatic tool choice with the tool-call parser of the model's family (none, with
+a warning, for an unknown family; structured output still works).
 """
 
 from __future__ import annotations
@@ -20,10 +17,7 @@ _PARSERS: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 def tool_call_parser(model: str) -> str | None:
-    """vLLM ``--tool-call-parser`` for the model family, or None when unknown.
-
-    Qwen2.5/Qwen3 -> hermes, Llama 3.x -> llama3_json, Mistral/Mixtral -> mistral.
-    """
+    """vLLM ``--tool-call-parser`` for the model family, or None when unknown."""
     name = model.lower()
     for pattern, parser in _PARSERS:
         if pattern.search(name):

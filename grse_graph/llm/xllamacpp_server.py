@@ -1,15 +1,8 @@
-"""The embedded engine's process: llama.cpp's own server, from the prebuilt ``xllamacpp`` wheel.
-
-`LocalEngine` starts ``python -m grse_graph.llm.xllamacpp_server LAUNCH_JSON`` as a child (it
-dies with ``grse``); this module turns the `ServerLaunch` into xllamacpp's ``CommonParams``,
-serves the OpenAI-compatible API on loopback in process and blocks until it is stopped. The
-flags are the ones `llama_server_command` gives a user's own ``llama-server`` binary, so both
-paths serve the same way.
-
-Settings that keep a greedy request's answer independent of what the server did before
-(`grse_graph.llm.slot_pinning`): the host-memory prompt cache is off (``cache_ram_mib`` 0: it
-would restore a slot's state from a prompt computed another way), and slots are chosen by the
-client (``id_slot``), never by prompt similarity.
+"""The embedded engine's process: llama.cpp's own server from the prebuilt ``xllamacpp`` wheel,
+run as ``python -m grse_graph.llm.xllamacpp_server LAUNCH_JSON`` with the flags a user's own
+``llama-server`` gets (`llama_server_command`), so both serve the same way. For repeatable
+greedy answers (`grse_graph.llm.slot_pinning`) the host-memory prompt cache is off (it would
+restore a slot from a prompt computed another way) and the client chooses the slots.
 """
 
 from __future__ import annotations
@@ -97,8 +90,7 @@ def common_params(launch: ServerLaunch) -> Any:
 
 
 def build_description() -> str:
-    """The installed xllamacpp: its version, llama.cpp build and the CPU features its kernels
-    use (importing it loads the native library)."""
+    """The installed xllamacpp: version, build and the CPU features its kernels use."""
     import importlib.metadata
 
     import xllamacpp

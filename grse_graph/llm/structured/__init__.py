@@ -1,26 +1,11 @@
 """Pydantic objects from chat models: a registry of methods, lenient parsing, one repair round.
 
-The method is chosen per role (`grse_graph.llm.config.RoleSettings.structured_method`, carried
-to here in the model's ``metadata`` under `STRUCTURED_METHOD_KEY`; models without it use
-``function_calling``). Each method is a `StructuredOutputMethod` in `registry.METHODS`:
-
-- ``function_calling``: a forced call of a function whose parameters are the schema
-  (grammar-constrained on llama.cpp engines);
-- ``json_prompt``: the schema in a final user message, plain generation, the reply's first JSON
-  object read leniently;
-- ``json_object`` / ``json_object_schema``: the same prompt with ``response_format`` json_object
-  (a generic JSON grammar; with the schema attached, llama-cpp-python's schema grammar);
-- ``json_schema``: ``response_format`` json_schema (llama-server, vLLM);
-- ``json_grammar``: the schema only in the grammar (``json_object_schema``'s), the prompt naming
-  just the object and its fields, for roles whose system prompt describes them.
-
-Every reply is read by `lenient.parse_json_object` (code fences, prose, trailing commas, Python
-literals, a truncated object whose closing brackets are missing) and then validated. A schema
-whose size is bounded gets a reply cap sized to it (`budget.schema_token_budget`). With
-``structured_stream`` on, the reply is streamed and stopped as soon as its tail keeps repeating
-(`repetition`); the stop is logged, counted by the usage ledger (``runaway_stops``) and treated
-as a failed attempt. A failed attempt is shown back to the model with its problem once; if that
-also fails the caller gets a `StructuredOutputError`, never a default object.
+The method is chosen per role (`RoleSettings.structured_method`, carried in the model's
+``metadata`` under `STRUCTURED_METHOD_KEY`; default ``function_calling``); `registry.METHODS`
+holds them: a forced function call (`function_calling`) or JSON text (`text_json`). Every reply is
+read leniently (`lenient`) and validated; a bounded schema caps the reply (`budget`); a streamed
+reply is stopped once its tail repeats (`repetition`, counted as ``runaway_stops``). A failed
+attempt is shown back to the model with its problem once, then `StructuredOutputError`.
 """
 
 from grse_graph.llm.structured.base import StructuredOutputMethod, json_request

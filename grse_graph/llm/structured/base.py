@@ -23,8 +23,7 @@ _NAME_MAP_KEYWORDS = frozenset({"properties", "$defs", "definitions", "patternPr
 
 @dataclass(frozen=True)
 class MethodRequest:
-    """How one method asks: the chat model to stream from (possibly with tools bound), the
-    extra request parameters and the opening messages."""
+    """How one method asks: the chat model (tools bound), its messages and request parameters."""
 
     model: BaseChatModel
     opening: list[BaseMessage]
@@ -37,8 +36,7 @@ class ReplyText:
 
     json_text: str
     shown: str
-    problem_without_json: str = ""
-    """Said when ``json_text`` holds no JSON object (else the parser's own problem)."""
+    problem_without_json: str = ""  # said when json_text holds no JSON object
 
 
 class StructuredOutputMethod(Protocol):
@@ -51,9 +49,8 @@ class StructuredOutputMethod(Protocol):
 
     @property
     def enforces_schema(self) -> bool:
-        """True when the engine constrains the reply by the schema itself (a grammar), so a
-        schema narrowed to the valid names pays off; False when the schema is only shown to
-        the model, where a long narrowed schema costs prompt tokens and buys nothing."""
+        """True when the engine constrains the reply by the schema (a grammar): only then does a
+        schema narrowed to the valid names pay for its prompt tokens."""
         ...
 
     def request(

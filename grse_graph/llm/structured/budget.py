@@ -1,9 +1,8 @@
 """How many tokens a schema's largest valid object can need: the cap a structured reply needs.
 
-A reply that goes past it is a runaway (a loop, or text the schema does not ask for), so a cap
-sized to the schema stops it early without cutting a valid answer. Only a bounded schema has
-such a size: every string needs a ``maxLength`` or an ``enum`` and every array a ``maxItems``;
-otherwise `schema_token_budget` returns None and the caller's cap stays.
+A reply past it is a runaway, so a cap sized to the schema stops it early without cutting a
+valid answer. Only a bounded schema has one (every string with a ``maxLength`` or ``enum``,
+every array with a ``maxItems``); otherwise `schema_token_budget` is None.
 """
 
 from __future__ import annotations

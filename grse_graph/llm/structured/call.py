@@ -16,25 +16,24 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from grse_graph.errors import RunawayGenerationStopped, StructuredOutputError
 from grse_graph.llm.config import StructuredMethod
-from grse_graph.llm.refusals import refusals_translated
 from grse_graph.llm.structured.base import MAX_SHOWN_CHARS, MethodRequest, StructuredOutputMethod
 from grse_graph.llm.structured.budget import schema_token_budget
 from grse_graph.llm.structured.lenient import parse_json_object
 from grse_graph.llm.structured.registry import METHODS, structured_method
 from grse_graph.llm.structured.repetition import Repetition, RepetitionLimits, RepetitionWatch
+from grse_graph.llm.transport import refusals_translated
 from grse_graph.validation_text import describe_validation_error
 
 T = TypeVar("T", bound=BaseModel)
 
 STRUCTURED_STREAM_KEY = "grse_structured_stream"
-"""Key of the model ``metadata`` entry that makes structured replies stream under a repetition
-watch (`grse_graph.llm.config.RoleSettings.structured_stream`)."""
+"""Model ``metadata`` key: stream structured replies under a repetition watch."""
 
 _log = logging.getLogger(__name__)
 
 
 class StructuredAttempt(BaseModel):
-    """One request of a structured call, as the caller (and `benchmarks/structured.py`) sees it."""
+    """One request of a structured call (`benchmarks/structured.py` reports them)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -72,15 +71,6 @@ class _Reply:
     chunks: int = 0
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _streams(model: BaseChatModel) -> bool:
-    metadata = getattr(model, "metadata", None)
-    return isinstance(metadata, dict) and bool(metadata.get(STRUCTURED_STREAM_KEY))
-
-
 def cap_parameters(model: BaseChatModel, schema: type[BaseModel]) -> dict[str, Any]:
     """Request parameters lowering the reply cap to `schema_token_budget` when the schema is
     bounded and the model's own cap is larger (or unset); empty otherwise."""
@@ -98,75 +88,66 @@ def cap_parameters(model: BaseChatModel, schema: type[BaseModel]) -> dict[str, A
     return parameters
 
 
-def _chunk_text(chunk: AIMessageChunk) -> str:
-    arguments = "".join(str(piece.get("args") or "") for piece in chunk.tool_call_chunks)
-    return chunk.text + arguments
+class _Streamed:
+    """A streamed reply as it arrives, under a repetition watch."""
 
+    def __init__(self, model: BaseChatModel, limits: RepetitionLimits) -> None:
+        self._role = (getattr(model, "metadata", None) or {}).get("grse_role", "model")
+        self._watch = RepetitionWatch(limits)
+        self._message: AIMessageChunk | None = None
+        self._chunks = 0
 
-def _merge(message: AIMessageChunk | None, chunk: AIMessageChunk) -> AIMessageChunk:
-    return chunk if message is None else message + chunk
+    def add(self, chunk: AIMessageChunk) -> RunawayGenerationStopped | None:
+        """Take ``chunk``; the stop to throw into the stream once the reply's tail repeats."""
+        self._chunks += 1
+        self._message = chunk if self._message is None else self._message + chunk
+        arguments = "".join(str(piece.get("args") or "") for piece in chunk.tool_call_chunks)
+        repetition = self._watch.feed(chunk.text + arguments)
+        if repetition is None:
+            return None
+        return RunawayGenerationStopped(
+            f"{self._role} reply stopped early: {repetition.describe()}"
+        )
 
-
-def _runaway_message(model: BaseChatModel, repetition: Repetition) -> str:
-    role = (getattr(model, "metadata", None) or {}).get("grse_role", "model")
-    return f"{role} reply stopped early: {repetition.describe()}"
+    def reply(self) -> _Reply:
+        return _Reply(self._message, self._watch.runaway, self._chunks)
 
 
 def _stream_sync(
-    request: MethodRequest,
-    history: list[BaseMessage],
-    limits: RepetitionLimits,
-    parameters: dict[str, Any],
+    request: MethodRequest, history: list[BaseMessage], limits: RepetitionLimits, **parameters: Any
 ) -> _Reply:
-    watch = RepetitionWatch(limits)
+    streamed = _Streamed(request.model, limits)
     stream = cast(
         Generator[AIMessageChunk, None, None], request.model.stream(history, **parameters)
     )
-    message: AIMessageChunk | None = None
-    chunks = 0
     try:
         for chunk in stream:
-            chunks += 1
-            message = _merge(message, chunk)
-            repetition = watch.feed(_chunk_text(chunk))
-            if repetition is not None:
+            if (stop := streamed.add(chunk)) is not None:
                 # Thrown into the model's own stream: its callbacks (the usage ledger) see it.
                 with suppress(RunawayGenerationStopped):
-                    stream.throw(
-                        RunawayGenerationStopped(_runaway_message(request.model, repetition))
-                    )
-                return _Reply(message, repetition, chunks)
+                    stream.throw(stop)
+                break
     finally:
         stream.close()
-    return _Reply(message, None, chunks)
+    return streamed.reply()
 
 
 async def _stream_async(
-    request: MethodRequest,
-    history: list[BaseMessage],
-    limits: RepetitionLimits,
-    parameters: dict[str, Any],
+    request: MethodRequest, history: list[BaseMessage], limits: RepetitionLimits, **parameters: Any
 ) -> _Reply:
-    watch = RepetitionWatch(limits)
+    streamed = _Streamed(request.model, limits)
     stream = cast(
         AsyncGenerator[AIMessageChunk, None], request.model.astream(history, **parameters)
     )
-    message: AIMessageChunk | None = None
-    chunks = 0
     try:
         async for chunk in stream:
-            chunks += 1
-            message = _merge(message, chunk)
-            repetition = watch.feed(_chunk_text(chunk))
-            if repetition is not None:
+            if (stop := streamed.add(chunk)) is not None:
                 with suppress(RunawayGenerationStopped):
-                    await stream.athrow(
-                        RunawayGenerationStopped(_runaway_message(request.model, repetition))
-                    )
-                return _Reply(message, repetition, chunks)
+                    await stream.athrow(stop)
+                break
     finally:
         await stream.aclose()
-    return _Reply(message, None, chunks)
+    return streamed.reply()
 
 
 @dataclass(frozen=True)
@@ -179,26 +160,27 @@ class _Read(Generic[T]):
 def _read(
     method: StructuredOutputMethod, schema: type[T], reply: _Reply, seconds: float
 ) -> _Read[T]:
-    def failed(problem: str, shown: str, repair: str = "") -> _Read[T]:
+    def read(parsed: T | None, problem: str = "", shown: str = "", repair: str = "") -> _Read[T]:
         attempt = StructuredAttempt(
             method=method.name,
-            valid=False,
-            problem=_one_line(problem),
+            valid=parsed is not None,
+            problem=" ".join(problem.split()),
             lenient_repair=repair,
             runaway=reply.repetition.describe() if reply.repetition else "",
             streamed_chunks=reply.chunks,
             seconds=seconds,
         )
-        return _Read(None, attempt, shown[:MAX_SHOWN_CHARS])
+        return _Read(parsed, attempt, shown[:MAX_SHOWN_CHARS])
 
     if reply.message is None:
-        return failed("the model returned nothing", "(empty reply)")
+        return read(None, "the model returned nothing", "(empty reply)")
     text = method.reply_text(reply.message, schema)
     if reply.repetition is not None:
         # Shown once, not with every copy: the model needs to see the loop, not relive it.
         extra_copies = (reply.repetition.repeats - 1) * reply.repetition.period
         once = text.json_text[: max(0, len(text.json_text) - extra_copies)]
-        return failed(
+        return read(
+            None,
             f"the reply was stopped because {reply.repetition.describe()}; give each item once",
             once + " ... (stopped here)",
         )
@@ -208,32 +190,11 @@ def _read(
         problem = (
             text.problem_without_json if no_object and text.problem_without_json else found.problem
         )
-        return failed(problem, text.shown)
+        return read(None, problem, text.shown)
     try:
-        parsed = schema.model_validate(found.value)
+        return read(schema.model_validate(found.value), repair=found.repair)
     except ValidationError as error:
-        return failed(describe_validation_error(error), text.shown, found.repair)
-    attempt = StructuredAttempt(
-        method=method.name,
-        valid=True,
-        lenient_repair=found.repair,
-        streamed_chunks=reply.chunks,
-        seconds=seconds,
-    )
-    return _Read(parsed, attempt, "")
-
-
-def _repair_messages(
-    schema: type[BaseModel], read: _Read[Any], ask_again: str
-) -> list[BaseMessage]:
-    return [
-        AIMessage(content=read.shown),
-        HumanMessage(
-            content=(
-                f"That output is not a valid {schema.__name__}: {read.attempt.problem}\n{ask_again}"
-            )
-        ),
-    ]
+        return read(None, describe_validation_error(error), text.shown, found.repair)
 
 
 class StructuredOptions(TypedDict, total=False):
@@ -261,7 +222,7 @@ class _Call(Generic[T]):
         self.method = METHODS[options.get("method") or structured_method(model)]
         self.request = self.method.request(model, schema, messages)
         self.parameters = {**self.request.parameters, **cap_parameters(model, schema)}
-        self.streamed = _streams(model)
+        self.streamed = bool((getattr(model, "metadata", None) or {}).get(STRUCTURED_STREAM_KEY))
         self.limits = options.get("limits") or RepetitionLimits()
         self.max_repairs = options.get("max_repairs", 1)
         self.history = list(self.request.opening)
@@ -276,13 +237,15 @@ class _Call(Generic[T]):
     def ask(self) -> _Reply:
         with refusals_translated():
             if self.streamed:
-                return _stream_sync(self.request, self.history, self.limits, self.parameters)
+                return _stream_sync(self.request, self.history, self.limits, **self.parameters)
             return _Reply(_as_message(self.request.model.invoke(self.history, **self.parameters)))
 
     async def aask(self) -> _Reply:
         with refusals_translated():
             if self.streamed:
-                return await _stream_async(self.request, self.history, self.limits, self.parameters)
+                return await _stream_async(
+                    self.request, self.history, self.limits, **self.parameters
+                )
             return _Reply(
                 _as_message(await self.request.model.ainvoke(self.history, **self.parameters))
             )
@@ -294,9 +257,9 @@ class _Call(Generic[T]):
             _log.warning("%s: %s", self.schema.__name__, read.attempt.runaway)
         self.value = read.parsed
         if read.parsed is None and self.pending:
-            self.history.extend(
-                _repair_messages(self.schema, read, self.method.ask_again(self.schema))
-            )
+            problem = f"That output is not a valid {self.schema.__name__}: {read.attempt.problem}"
+            again = HumanMessage(content=f"{problem}\n{self.method.ask_again(self.schema)}")
+            self.history += [AIMessage(content=read.shown), again]
 
     def outcome(self) -> StructuredOutcome[T]:
         if self.value is not None:
@@ -344,13 +307,9 @@ def _as_message(result: object) -> AIMessage | None:
 def structured_call(
     model: BaseChatModel, schema: type[T], messages: Sequence[BaseMessage], *, max_repairs: int = 1
 ) -> T:
-    """Ask ``model`` for a ``schema`` object with the method in its metadata (default: a forced
-    function call; see `grse_graph.llm.structured`).
-
-    On a parse or validation failure (or a reply stopped for repeating itself) the bad output
-    and the problem are appended and the model is asked again, up to ``max_repairs`` times; then
-    `StructuredOutputError` names the schema and the last problem. Never a default object.
-    """
+    """Ask ``model`` for a ``schema`` object with the method in its metadata (see
+    `grse_graph.llm.structured`): a failed reply is shown back with its problem up to
+    ``max_repairs`` times, then `StructuredOutputError`; never a default object."""
     return structured_outcome(model, schema, messages, max_repairs=max_repairs).unwrap()
 
 

@@ -1,8 +1,5 @@
-"""``function_calling``: a forced call of a function whose parameters are the schema.
-
-Every supported server accepts it; llama-cpp-python and llama-server constrain the arguments
-with a grammar. llama-server with ``--jinja`` may answer a forced call with the JSON as text
-content instead of a tool call; that content is read as the arguments.
+"""``function_calling``: a forced call of a function whose parameters are the schema. llama-server
+with ``--jinja`` may answer with the JSON as text content instead; that is read as the arguments.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from grse_graph.llm.structured.base import MAX_SHOWN_CHARS, MethodRequest, Reply
 
 
 class FunctionCalling:
-    """See the module docstring."""
+    """The ``function_calling`` method."""
 
     name: StructuredMethod = "function_calling"
     enforces_schema = True

@@ -1,13 +1,10 @@
 """Read one JSON object out of a model's text, forgiving the usual small-model slips.
 
-Tried in order, the first that yields a JSON object wins: every balanced top-level ``{...}`` as
-it is (prose around it and code fences are ignored); the same with Python literals
-(``True``/``False``/``None``) and trailing commas fixed; then a truncated last object (the reply
-hit its token cap) with its missing closing brackets added, when it was cut after a complete
-value; and, when it was cut inside a value, the object up to the last complete object of a
-list (the partial list item is dropped, never shortened: a critic cut off in its fourth
-diagnosis keeps the first three). Validation against the schema comes after this and decides
-whether the object is usable (a truncated object missing a required field fails there).
+The first that yields an object wins: a balanced top-level ``{...}`` as it is (prose and code
+fences around it ignored); the same with Python literals and trailing commas fixed; a truncated
+last object (the reply hit its cap) closed, when cut after a complete value; else that object
+up to its last complete list item (a critic cut off in its fourth diagnosis keeps three).
+Validation against the schema comes after and decides whether the object is usable.
 """
 
 from __future__ import annotations
@@ -25,8 +22,7 @@ _CLOSERS = {"{": "}", "[": "]"}
 
 @dataclass(frozen=True)
 class LenientJson:
-    """The object found (None when there is none), the problem otherwise, and which repair
-    (``""``, ``"literals"``, ``"closed"``, ``"dropped_tail"``) made it parse."""
+    """The object found (None: ``problem`` says why) and which repair made it parse."""
 
     value: dict[str, Any] | None
     problem: str

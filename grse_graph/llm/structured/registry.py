@@ -20,7 +20,7 @@ from grse_graph.llm.structured.text_json import (
 )
 
 STRUCTURED_METHOD_KEY = "grse_structured_method"
-"""Key of the model ``metadata`` entry that selects the structured-output method."""
+"""Model ``metadata`` key: the role's structured-output method."""
 
 DEFAULT_METHOD: StructuredMethod = "function_calling"
 DEFAULT_NARROWING: SchemaNarrowing = "per_agent"
@@ -54,7 +54,7 @@ def structured_method(model: BaseChatModel) -> StructuredMethod:
 
 
 SCHEMA_NARROWING_KEY = "grse_schema_narrowing"
-"""Key of the model ``metadata`` entry that chooses the narrowed-schema shape (`RoleSettings`)."""
+"""Model ``metadata`` key: the role's ``schema_narrowing``."""
 
 
 def enforces_schema(model: BaseChatModel) -> bool:
@@ -63,9 +63,8 @@ def enforces_schema(model: BaseChatModel) -> bool:
 
 
 def schema_narrowing(model: BaseChatModel) -> SchemaNarrowing:
-    """How a caller should narrow the schema it sends ``model`` to the names valid for the
-    request: ``off`` unless the engine enforces the schema (shown in a prompt, a long narrowed
-    schema costs tokens and buys nothing), else the role's ``schema_narrowing``."""
+    """How to narrow the schema sent to ``model`` to the names valid for the request: the role's
+    ``schema_narrowing`` where the engine enforces the schema, else ``off``."""
     if not enforces_schema(model):
         return "off"
     metadata = getattr(model, "metadata", None) or {}

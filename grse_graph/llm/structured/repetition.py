@@ -1,8 +1,5 @@
-"""Detect a runaway generation: a reply whose tail keeps repeating the same passage.
-
-Small models inside a grammar (and outside one) sometimes loop: the same diagnosis object, the
-same sentence or a run of one character is emitted again and again until the token cap. Seen
-on the stream, such a loop is recognised after a few copies instead of after the cap.
+"""Detect a runaway generation: a reply whose tail keeps repeating the same passage (small models
+loop, in a grammar or not, until the token cap; on the stream a loop shows after a few copies).
 """
 
 from __future__ import annotations
@@ -13,14 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class RepetitionLimits(BaseModel):
-    """When a repeating tail counts as a runaway.
-
-    The tail must consist of at least ``min_repeats`` consecutive copies of one passage of at
-    most ``max_period_chars`` characters, and the copies together must span at least
-    ``min_span_chars`` (so a period of one character, a run, needs ``min_span_chars`` of it; a
-    40-character sentence needs four copies). The check runs every ``check_every_chars`` new
-    characters, which keeps its cost negligible beside generation.
-    """
+    """A runaway tail: at least ``min_repeats`` copies of one passage of at most
+    ``max_period_chars`` characters, spanning at least ``min_span_chars``; checked every
+    ``check_every_chars`` new characters, which keeps the cost negligible beside generation."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -1,20 +1,14 @@
-"""Methods whose reply is JSON text: the schema is shown in a final user message and the reply's
-first JSON object is read leniently (`lenient.parse_json_object`) and validated.
+"""Methods whose reply is JSON text: the schema in a final user message, the reply's first JSON
+object read leniently and validated.
 
-- ``json_prompt``: plain generation, no grammar (cheapest per token, unconstrained).
-- ``json_object``: ``response_format={"type": "json_object"}``: the engine constrains the reply
-  to some JSON object (llama.cpp: a generic JSON grammar), the schema only in the prompt.
-- ``json_object_schema``: the same with the schema inside ``response_format`` (llama-cpp-python
-  turns it into a grammar for this schema; servers without that extension ignore it).
-- ``json_schema``: ``response_format={"type": "json_schema", ...}`` (llama-server, vLLM; the
-  engine enforces the schema; llama-cpp-python 0.3.36 rejects it).
-- ``json_grammar``: the schema only as the grammar of ``json_object_schema``; the final message
-  names the object and its top-level fields, and the role's system prompt is what describes
-  them. Nothing schema-sized enters the prompt, which stays the cacheable system prompt plus
-  the request: on the GRSE critic the function-calling tool schema is about 1,100 of a call's
-  3,500 prompt tokens and sits where it breaks the prefix shared across groups (issue 10).
-  The grammar writes every field name; what a field means must come from the role's prompt
-  (the GRSE critic's, the aggregation's and the operators' prompts describe theirs).
+- ``json_prompt``: plain generation, no grammar.
+- ``json_object``: ``response_format`` json_object, a generic JSON grammar.
+- ``json_object_schema``: the same with the schema attached (a grammar for it where supported).
+- ``json_schema``: ``response_format`` json_schema, enforced by llama-server and vLLM.
+- ``json_grammar``: the schema only as ``json_object_schema``'s grammar, the final message naming
+  just the object and its fields: nothing schema-sized in the prompt (on the GRSE critic the
+  tool schema was ~1,100 of 3,500 prompt tokens and broke the prefix shared across groups), so
+  the role's prompt must describe the fields.
 """
 
 from __future__ import annotations
@@ -40,23 +34,8 @@ ResponseFormat = Callable[[type[BaseModel]], dict[str, Any] | None]
 Instruction = Callable[[type[BaseModel]], str]
 
 
-def _no_format(schema: type[BaseModel]) -> None:
-    return None
-
-
-def _json_object(schema: type[BaseModel]) -> dict[str, Any]:
-    return {"type": "json_object"}
-
-
 def _json_object_with_schema(schema: type[BaseModel]) -> dict[str, Any]:
     return {"type": "json_object", "schema": compact_schema(schema)}
-
-
-def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": schema.__name__, "schema": compact_schema(schema), "strict": False},
-    }
 
 
 def json_outline(schema: type[BaseModel]) -> str:
@@ -67,8 +46,7 @@ def json_outline(schema: type[BaseModel]) -> str:
 
 @dataclass(frozen=True)
 class TextJson:
-    """A JSON-text method; ``response_format`` gives the request's ``response_format`` (None:
-    none is sent) and ``instruction`` the final user message that asks for the object."""
+    """A JSON-text method: its request's ``response_format`` (None: none) and final message."""
 
     name: StructuredMethod
     response_format: ResponseFormat
@@ -96,10 +74,17 @@ class TextJson:
         )
 
 
-JSON_PROMPT = TextJson("json_prompt", _no_format)
-JSON_OBJECT = TextJson("json_object", _json_object)
+JSON_PROMPT = TextJson("json_prompt", lambda schema: None)
+JSON_OBJECT = TextJson("json_object", lambda schema: {"type": "json_object"})
 JSON_OBJECT_SCHEMA = TextJson("json_object_schema", _json_object_with_schema, enforces_schema=True)
-JSON_SCHEMA = TextJson("json_schema", _json_schema, enforces_schema=True)
+JSON_SCHEMA = TextJson(
+    "json_schema",
+    lambda schema: {
+        "type": "json_schema",
+        "json_schema": {"name": schema.__name__, "schema": compact_schema(schema), "strict": False},
+    },
+    enforces_schema=True,
+)
 JSON_GRAMMAR = TextJson(
     "json_grammar", _json_object_with_schema, enforces_schema=True, instruction=json_outline
 )
