@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+import grse_graph
 from grse_graph.errors import GrseError
 from grse_graph.evaluation.records import EvalSummary, PredictionRecord
 from grse_graph.evaluation.store import EvalFolder
@@ -262,13 +263,20 @@ def repair_size_line(planted: Result, helpful: Result, actor: str) -> str:
     return f"actor {actor}: this size can test repair: {measured} excludes 0"
 
 
+def _shown_path(path: Path) -> str:
+    """A bundled file as its place in the package (a committed table names no machine's
+    install path); any other file as given."""
+    package = Path(grse_graph.__file__).parent
+    return f"grse_graph/{path.relative_to(package)}" if path.is_relative_to(package) else str(path)
+
+
 def _header(ctx: TableContext, results: Mapping[str, Result]) -> list[str]:
     """The design's lines, the planted library's, the probe row's and the size test."""
     design = design_of(ctx)
     planted = planted_library(ctx)
     lines = [design.about, *design.declared]
     lines.append(
-        f"planted library: {planted.source} ({planted.composition()})"
+        f"planted library: {_shown_path(planted.source)} ({planted.composition()})"
         + (f"; {planted.about}" if ctx.planted is not None and planted.about else "")
     )
     if design.paper_numbers:

@@ -126,3 +126,12 @@ def test_table2_trains_only_the_smoke_categories_and_says_so(
     # The pooled LoCoMo rows pool the trained category alone, and say so.
     assert cells["LoCoMo, Qwen3.8: GRSE"]["not_run"] is None
     assert "the pooled LoCoMo rows pool multi-hop only" in "\n".join(table3["header"])
+
+
+def test_table4_names_the_bundled_planted_library_by_its_place_in_the_package(
+    smoke: tuple[Path, list[TableBudget]],
+) -> None:
+    out, _ = smoke
+    header = json.loads((out / "table4.json").read_text(encoding="utf-8"))["header"]
+    where = "planted library: grse_graph/tasks/locomo_planted/planted.json ("
+    assert any(line.startswith(where) for line in header), header
