@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from grse_graph.llm.tool_transcript import tool_result_message, tool_transcript
 
 from .layout import PROMPT_LAYOUTS, PromptLayout
-from .rollout import Step, StepUsage, ToolCallRecord
+from .rollout import CallEvent, Step, StepUsage, ToolCallRecord
 
 
 class AgentTurnInput(BaseModel):
@@ -46,6 +46,28 @@ class AgentTurnInput(BaseModel):
     # Content hash of the library behind `skill_tool` (tool and path modes), whose bodies are
     # not in the system prompt; None when every skill the agent has is in its system prompt.
     skills_hash: str | None = None
+
+    def step(
+        self,
+        output: str,
+        tool_calls: list[ToolCallRecord],
+        usage: StepUsage,
+        call_events: Sequence[CallEvent] = (),
+    ) -> Step:
+        """The rollout step this turn made: its reply, tool calls and usage."""
+        return Step(
+            index=self.index,
+            agent=self.agent,
+            system_prompt=self.system_prompt,
+            input=self.user_input,
+            input_ref=self.input_ref,
+            output=output.strip(),
+            tool_calls=tool_calls,
+            skills_present=list(self.skills_present),
+            skills_hash=self.skills_hash,
+            usage=usage,
+            call_events=list(call_events),
+        )
 
 
 class PresampledReply(BaseModel):
@@ -300,15 +322,4 @@ async def run_agent_turn(
                     transcript, name=name, arguments=args, call_id=call_id, content=content
                 )
             )
-    return Step(
-        index=turn.index,
-        agent=turn.agent,
-        system_prompt=turn.system_prompt,
-        input=turn.user_input,
-        input_ref=turn.input_ref,
-        output=reply.text.strip(),
-        tool_calls=records,
-        skills_present=list(turn.skills_present),
-        skills_hash=turn.skills_hash,
-        usage=meter.usage,
-    )
+    return turn.step(reply.text, records, meter.usage)

@@ -274,16 +274,4 @@ async def run_text_turn(
         messages.append(AIMessage(content=reply.text))
         messages.append(HumanMessage(content=results))
         reply = await meter.call(model, messages, config)
-    return Step(
-        index=turn.index,
-        agent=turn.agent,
-        system_prompt=turn.system_prompt,
-        input=turn.user_input,
-        input_ref=turn.input_ref,
-        output=reply.text.strip(),
-        tool_calls=state.records,
-        skills_present=list(turn.skills_present),
-        skills_hash=turn.skills_hash,
-        usage=meter.usage,
-        call_events=state.events,
-    )
+    return turn.step(reply.text, state.records, meter.usage, state.events)
