@@ -29,6 +29,7 @@ from grse_graph.tasks.planted import load_planted
 from grse_graph.tasks.registry import load_task
 from grse_graph.team import default_team
 from grse_graph.team.tool_protocols import FUNCTION_PROTOCOL
+from grse_graph.training.actor_tokens import actor_tokens
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.demo import run_demo
 from grse_graph.training.provenance import libraries_by_iteration
@@ -195,20 +196,17 @@ def utility_trajectories(run: RunFolder) -> list[UtilityPoint]:
 
 
 def actor_stages(run: RunFolder) -> dict[str, StageTokens]:
-    """The actor's calls and tokens of the training rollouts and of validation."""
-    stages = {
-        "rollouts": [r.rollout for r in run.rollouts.read()],
-        "validation": [r.rollout for r in run.validation.read()],
-    }
-    totals: dict[str, StageTokens] = {}
-    for stage, rollouts in stages.items():
-        steps = [step.usage for rollout in rollouts for step in rollout.steps]
-        totals[stage] = StageTokens(
-            calls=sum(u.model_calls for u in steps),
-            prompt_tokens=sum(u.prompt_tokens for u in steps),
-            completion_tokens=sum(u.completion_tokens for u in steps),
+    """The actor's calls and tokens of the training rollouts and of validation, as
+    `actor_tokens` reads them (steps replayed from an earlier execution are not paid again)."""
+    tokens = actor_tokens(run)
+    return {
+        stage: StageTokens(
+            calls=spent.model_calls,
+            prompt_tokens=spent.prompt_tokens,
+            completion_tokens=spent.completion_tokens,
         )
-    return totals
+        for stage, spent in (("rollouts", tokens.training), ("validation", tokens.validation))
+    }
 
 
 def execute_train(

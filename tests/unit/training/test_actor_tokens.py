@@ -9,6 +9,7 @@ from pathlib import Path
 from grse_graph.evaluation.records import PredictionRecord
 from grse_graph.evaluation.store import EvalFolder
 from grse_graph.probes import ProbeRun, ProbeStore
+from grse_graph.reproduce.executors import actor_stages
 from grse_graph.team.rollout import Rollout, Step, StepUsage
 from grse_graph.training.actor_tokens import actor_token_lines, actor_tokens
 from grse_graph.training.records import RolloutRecord, ValidationRecord
@@ -107,3 +108,22 @@ def test_a_usage_json_below_the_records_is_said_so(tmp_path: Path) -> None:
     tokens = actor_tokens(run)
     assert tokens.unrecorded_calls == 0
     assert "fewer than the records hold" in actor_token_lines(tokens)[-1]
+
+
+def test_table_11_s_stages_leave_out_replayed_steps(tmp_path: Path) -> None:
+    run = filled(tmp_path)
+    run.validation.append(
+        ValidationRecord(
+            iteration=1,
+            unit_id="v2",
+            variant="candidate",
+            variant_hash="h2",
+            question_id="q",
+            repeat=0,
+            reward=0.0,
+            rollout=rollout("v2", step(3, reused=True), step(9)),
+        )
+    )
+    stages = actor_stages(run)
+    assert (stages["rollouts"].calls, stages["rollouts"].prompt_tokens) == (2, 30)
+    assert (stages["validation"].calls, stages["validation"].prompt_tokens) == (2, 12)
