@@ -4,7 +4,7 @@ dry run's per-call token sizes, read from `evals/paper/settings.json`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -13,6 +13,7 @@ from grse_graph.tasks.splits import PositionSplits
 from grse_graph.validation_text import describe_validation_error
 
 SETTINGS_FILE = "settings.json"
+M = TypeVar("M", bound=BaseModel)
 
 
 def default_paper_dir() -> Path:
@@ -265,11 +266,17 @@ def load_settings(paper_dir: Path | None = None) -> PaperSettings:
     """`settings.json` of `paper_dir` (default `evals/paper/`); a missing or invalid file is
     one `ConfigError` line."""
     path = (paper_dir or default_paper_dir()) / SETTINGS_FILE
+    return read_paper_file(path, PaperSettings, "the paper settings")
+
+
+def read_paper_file(path: Path, model: type[M], what: str) -> M:
+    """`model` from the JSON file `path`; a missing or invalid file is one `ConfigError` line
+    (`what` names the file's content when it cannot be read)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
-        raise ConfigError(f"{path}: cannot read the paper settings ({error.strerror})") from None
+        raise ConfigError(f"{path}: cannot read {what} ({error.strerror})") from None
     try:
-        return PaperSettings.model_validate_json(text)
+        return model.model_validate_json(text)
     except ValidationError as error:
         raise ConfigError(f"{path}: {describe_validation_error(error)}") from None

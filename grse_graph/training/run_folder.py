@@ -129,11 +129,6 @@ class RunFolder:
         return self.path / CONFIG_FILE
 
     @property
-    def checkpoint_path(self) -> Path:
-        """RUN/checkpoints.sqlite (the CLI runner's LangGraph checkpointer)."""
-        return self.path / "checkpoints.sqlite"
-
-    @property
     def usage_path(self) -> Path:
         """RUN/usage.json."""
         return self.path / "usage.json"
