@@ -162,6 +162,18 @@ class SmokeSize(_Frozen):
     """The LoCoMo categories Table 2 trains on one by one (the others' trained cells say not
     trained at the smoke size): each is two training runs, the table's largest cost."""
 
+    def loop_sizes(self) -> dict[str, int]:
+        """The training loop's sizes at the smoke size, as `TrainConfig` fields."""
+        return {
+            "iterations": self.iterations,
+            "batch_size": self.train_batch,
+            "validation_size": self.validation_questions,
+        }
+
+    def probe_sizes(self) -> dict[str, int]:
+        """Probe credit's questions and budget at the smoke size, as `ProbeSettings` fields."""
+        return {"questions": self.probe_questions, "budget": self.probe_budget}
+
 
 class CostModel(_Frozen):
     """Per-call sizes for the dry run's estimates (assumptions, stated in the file)."""

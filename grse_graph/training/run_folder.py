@@ -121,8 +121,6 @@ class RunFolder:
             self._credits[record_type] = store
         return store
 
-    # -- files -------------------------------------------------------------------------------
-
     @property
     def config_path(self) -> Path:
         """RUN/config.json."""
@@ -157,8 +155,6 @@ class RunFolder:
         """Whether this folder already holds a run (its config.json)."""
         return self.config_path.exists()
 
-    # -- config ------------------------------------------------------------------------------
-
     def write_config(self, config: TrainConfig) -> None:
         """Write config.json atomically."""
         atomic_write_text(self.config_path, config.model_dump_json(indent=2) + "\n")
@@ -173,8 +169,6 @@ class RunFolder:
         except ValidationError as error:
             message = describe_validation_error(error)
             raise RunFolderError(f"{self.config_path}: {message}") from None
-
-    # -- libraries ---------------------------------------------------------------------------
 
     def library_dir(self, iteration: int, agent: str) -> Path:
         """RUN/libraries/iter_<t>/<agent>: the library of `agent` after iteration t."""
@@ -204,8 +198,6 @@ class RunFolder:
             return []
         found = [int(p.name.removeprefix("iter_")) for p in root.glob("iter_*") if p.is_dir()]
         return sorted(found)
-
-    # -- usage -------------------------------------------------------------------------------
 
     def write_usage(self, usage: dict[str, Any]) -> None:
         """Write usage.json atomically (per-role calls, tokens, cached tokens, wall time)."""

@@ -155,9 +155,6 @@ def plan(ctx: TableContext) -> list[RunSpec]:
     return sorted(unique_runs(runs), key=lambda s: s.kind == "train")
 
 
-# -- reading the answers -----------------------------------------------------------------
-
-
 def _outcome(spec: RunSpec, results: Mapping[str, Result]) -> RunOutcome:
     result = results.get(spec.run_id)
     if result is None:
@@ -192,9 +189,6 @@ def pairs(group: Group, results: Mapping[str, Result]) -> list[Pair]:
     if not paired:
         raise Unpaired("no test question")
     return paired
-
-
-# -- the columns -------------------------------------------------------------------------
 
 
 def _f1(record: PredictionRecord) -> float:
