@@ -55,12 +55,19 @@ def _empty() -> Cost:
     return {role: RoleCost() for role in ROLES}
 
 
-def _actor(model: CostModel, task: str, questions: int, calls_per_question: int) -> RoleCost:
-    calls = questions * calls_per_question
+def _per_call(calls: int, prompt_tokens: int, completion_tokens: int) -> RoleCost:
     return RoleCost(
         calls=calls,
-        prompt_tokens=calls * model.actor_prompt_tokens.get(task, 1500),
-        completion_tokens=calls * model.actor_completion_tokens,
+        prompt_tokens=calls * prompt_tokens,
+        completion_tokens=calls * completion_tokens,
+    )
+
+
+def _actor(model: CostModel, task: str, questions: int, calls_per_question: int) -> RoleCost:
+    return _per_call(
+        questions * calls_per_question,
+        model.actor_prompt_tokens.get(task, 1500),
+        model.actor_completion_tokens,
     )
 
 
@@ -88,11 +95,8 @@ def estimate(spec: RunSpec, settings: PaperSettings, test_questions: int | None)
     elif spec.kind == "typing":
         # Full libraries of the task (L per agent; a task the paper lacks: LoCoMo's L).
         limit = settings.library_limit(spec.task) or settings.library_limit("locomo") or 1
-        skills = AGENTS * limit
-        cost["critic"] = RoleCost(
-            calls=skills,
-            prompt_tokens=skills * model.typing_prompt_tokens,
-            completion_tokens=skills * model.typing_completion_tokens,
+        cost["critic"] = _per_call(
+            AGENTS * limit, model.typing_prompt_tokens, model.typing_completion_tokens
         )
     else:
         cost = _train(spec, settings, test_questions)
@@ -112,17 +116,15 @@ def _train(spec: RunSpec, settings: PaperSettings, test_questions: int | None) -
     tested = 2 * _questions(spec, test_questions)  # starting and trained libraries
     probed = iterations * config.probe.budget if config.probe is not None else 0
     actor = _actor(model, spec.task, trained + validated + tested + probed, per_question)
-    critic_calls = iterations * config.batch_size * (AGENTS if rollouts == 1 else 1)
-    critic = RoleCost(
-        calls=critic_calls,
-        prompt_tokens=critic_calls * model.critic_prompt_tokens,
-        completion_tokens=critic_calls * model.critic_completion_tokens,
+    critic = _per_call(
+        iterations * config.batch_size * (AGENTS if rollouts == 1 else 1),
+        model.critic_prompt_tokens,
+        model.critic_completion_tokens,
     )
-    optimizer_calls = iterations * AGENTS * model.optimizer_calls_per_agent_iteration
-    optimizer = RoleCost(
-        calls=optimizer_calls,
-        prompt_tokens=optimizer_calls * model.optimizer_prompt_tokens,
-        completion_tokens=optimizer_calls * model.optimizer_completion_tokens,
+    optimizer = _per_call(
+        iterations * AGENTS * model.optimizer_calls_per_agent_iteration,
+        model.optimizer_prompt_tokens,
+        model.optimizer_completion_tokens,
     )
     return {"actor": actor, "critic": critic, "optimizer": optimizer}
 

@@ -16,12 +16,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from grse_graph.errors import ConfigError
-from grse_graph.validation_text import describe_validation_error
 
-from .settings import default_paper_dir
+from .settings import default_paper_dir, read_paper_file
 
 PaperValue = float | str | None
 NOT_IN_TEXT = "not in the paper's text"
@@ -252,14 +251,7 @@ class PaperTable(_Frozen):
 def load_paper(table: str, paper_dir: Path | None = None) -> PaperTable:
     """`evals/paper/<table>.json`; a missing or invalid file is one `ConfigError` line."""
     path = (paper_dir or default_paper_dir()) / f"{table}.json"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read the paper's numbers ({error.strerror})") from None
-    try:
-        paper = PaperTable.model_validate_json(text)
-    except ValidationError as error:
-        raise ConfigError(f"{path}: {describe_validation_error(error)}") from None
+    paper = read_paper_file(path, PaperTable, "the paper's numbers")
     if paper.table != table:
         raise ConfigError(f"{path}: holds {paper.table!r}, not {table!r}")
     return paper

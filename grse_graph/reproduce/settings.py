@@ -4,7 +4,7 @@ dry run's per-call token sizes, read from `evals/paper/settings.json`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -13,6 +13,7 @@ from grse_graph.tasks.splits import PositionSplits
 from grse_graph.validation_text import describe_validation_error
 
 SETTINGS_FILE = "settings.json"
+M = TypeVar("M", bound=BaseModel)
 
 
 def default_paper_dir() -> Path:
@@ -161,6 +162,18 @@ class SmokeSize(_Frozen):
     """The LoCoMo categories Table 2 trains on one by one (the others' trained cells say not
     trained at the smoke size): each is two training runs, the table's largest cost."""
 
+    def loop_sizes(self) -> dict[str, int]:
+        """The training loop's sizes at the smoke size, as `TrainConfig` fields."""
+        return {
+            "iterations": self.iterations,
+            "batch_size": self.train_batch,
+            "validation_size": self.validation_questions,
+        }
+
+    def probe_sizes(self) -> dict[str, int]:
+        """Probe credit's questions and budget at the smoke size, as `ProbeSettings` fields."""
+        return {"questions": self.probe_questions, "budget": self.probe_budget}
+
 
 class CostModel(_Frozen):
     """Per-call sizes for the dry run's estimates (assumptions, stated in the file)."""
@@ -265,11 +278,17 @@ def load_settings(paper_dir: Path | None = None) -> PaperSettings:
     """`settings.json` of `paper_dir` (default `evals/paper/`); a missing or invalid file is
     one `ConfigError` line."""
     path = (paper_dir or default_paper_dir()) / SETTINGS_FILE
+    return read_paper_file(path, PaperSettings, "the paper settings")
+
+
+def read_paper_file(path: Path, model: type[M], what: str) -> M:
+    """`model` from the JSON file `path`; a missing or invalid file is one `ConfigError` line
+    (`what` names the file's content when it cannot be read)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
-        raise ConfigError(f"{path}: cannot read the paper settings ({error.strerror})") from None
+        raise ConfigError(f"{path}: cannot read {what} ({error.strerror})") from None
     try:
-        return PaperSettings.model_validate_json(text)
+        return model.model_validate_json(text)
     except ValidationError as error:
         raise ConfigError(f"{path}: {describe_validation_error(error)}") from None

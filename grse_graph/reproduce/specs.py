@@ -299,12 +299,7 @@ def training_config(ctx: TableContext, actor: Actor, training: Training) -> Trai
     if limit is not None:
         table["library_limit"] = limit
     if ctx.smoke:
-        smoke = settings.smoke
-        table.update(
-            iterations=smoke.iterations,
-            batch_size=smoke.train_batch,
-            validation_size=smoke.validation_questions,
-        )
+        table.update(settings.smoke.loop_sizes())
     else:
         table["iterations"] = t8.iterations
         batch = settings.run_batch_size(task, category)

@@ -68,7 +68,8 @@ def repair_summary(outcomes: Sequence[PlantedSkillOutcome]) -> str:
     )
 
 
-def _cell(text: str) -> str:
+def md_cell(text: str) -> str:
+    """`text` safe inside one cell of a markdown table row."""
     return text.replace("|", "\\|").replace("\n", " ")
 
 
@@ -89,5 +90,5 @@ def planted_lines(outcomes: Sequence[PlantedSkillOutcome], probe: bool) -> list[
         "| " + " | ".join("---" for _ in columns) + " |",
     ]
     for outcome in outcomes:
-        lines.append("| " + " | ".join(_cell(c) for c in planted_row(outcome, probe)) + " |")
+        lines.append("| " + " | ".join(md_cell(c) for c in planted_row(outcome, probe)) + " |")
     return [*lines, "", repair_summary(outcomes), ""]

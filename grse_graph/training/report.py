@@ -22,7 +22,7 @@ from grse_graph.methods.registry import BUILTIN_METHODS, MethodClass, create_met
 from grse_graph.skills import Skill
 
 from .actor_tokens import actor_token_lines, actor_tokens
-from .planted_table import planted_lines
+from .planted_table import md_cell, planted_lines
 from .probe_charts import write_probe_charts
 from .provenance import (
     GateEvidence,
@@ -141,10 +141,6 @@ def _usage_table(usage: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def gate_text(gate: GateEvidence | None) -> str:
     """The gate's numbers for one change: validation before and after, the paired difference
     with its standard error next to the tolerance, and the verdict."""
@@ -248,15 +244,15 @@ def comparison_lines(comparison: LibraryComparison) -> list[str]:
     ]
     for t in c.transitions:
         answers = [
-            f"{outcome_label(outcome, reward)}: {_cell(shorten(prediction, 60))}"
+            f"{outcome_label(outcome, reward)}: {md_cell(shorten(prediction, 60))}"
             for outcome, reward, prediction in (
                 (t.before, t.reward_before, t.prediction_before),
                 (t.after, t.reward_after, t.prediction_after),
             )
         ]
         out.append(
-            f"| {_cell(t.question_id)} | {_cell(t.category or '-')} | "
-            f"{_cell(shorten(t.answer, 40))} | {answers[0]} | {answers[1]} | "
+            f"| {md_cell(t.question_id)} | {md_cell(t.category or '-')} | "
+            f"{md_cell(shorten(t.answer, 40))} | {answers[0]} | {answers[1]} | "
             f"{t.reward_change:+.2f} |"
         )
     return [*out, ""]
@@ -306,8 +302,8 @@ def final_library_lines(libs: dict[int, dict[str, list[Skill]]]) -> list[str]:
         for s in skills:
             utility = f"{s.utility:.2f}" if s.utility is not None else "-"
             out.append(
-                f"| {agent} | {s.name} | {_cell(s.description)} | {utility} | "
-                f"{_cell(s.provenance or '-')} |"
+                f"| {agent} | {s.name} | {md_cell(s.description)} | {utility} | "
+                f"{md_cell(s.provenance or '-')} |"
             )
     return out
 
@@ -371,8 +367,8 @@ def write_report(
     for line in operators:
         op = line.record
         out.append(
-            f"| {line.iteration} | {op.operator} | {op.agent} | {_cell(', '.join(op.skills))} | "
-            f"{'yes' if op.changed else 'no'} | {_cell(op.reason)[:160]} |"
+            f"| {line.iteration} | {op.operator} | {op.agent} | {md_cell(', '.join(op.skills))} | "
+            f"{'yes' if op.changed else 'no'} | {md_cell(op.reason)[:160]} |"
         )
     out += ["", "## Skills", "", "![skills](plots/skills_per_agent.png)", ""]
     out += ["![utility](plots/skill_utility.png)", ""]

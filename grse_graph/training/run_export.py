@@ -23,39 +23,20 @@ from grse_graph.skills.boundary import Boundary, decode_utf8
 from grse_graph.skills.library import read_library_folder
 from grse_graph.skills.limits import MAX_MANIFEST_BYTES
 
-from .run_folder import (
-    CONFIG_FILE,
-    GATE_FILE,
-    LIBRARIES_DIR,
-    MAX_RECORDS_BYTES,
-    unpromoted_skills,
-)
+from .run_folder import CONFIG_FILE, GATE_FILE, LIBRARIES_DIR, boundary_records, unpromoted_skills
 
 _ITERATION = re.compile(r"^iter_(0|[1-9][0-9]{0,8})$")
 
 
-def _committed(boundary: Boundary, run: Path) -> dict[int, dict[str, Any]]:
+def _committed(boundary: Boundary) -> dict[int, dict[str, Any]]:
     """iteration -> `libraries_after` (agent -> library hash) of every gate record."""
-    path = run / GATE_FILE
-    if not boundary.exists(path):
-        return {}
-    text = decode_utf8(boundary.read(path, MAX_RECORDS_BYTES, GATE_FILE), path)
-    lines = text.split("\n")
-    committed: dict[int, dict[str, Any]] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            iteration, after = record["iteration"], record["libraries_after"]
-            if not isinstance(iteration, int) or not isinstance(after, dict):
-                raise TypeError
-        except (ValueError, KeyError, TypeError, RecursionError):
-            if number == len(lines):  # a partial last line a crash left: not a record yet
-                continue
-            raise SkillError(f"{shown(path)}:{number}: not a gate record") from None
-        committed[iteration] = after
-    return committed
+    records = boundary_records(
+        boundary,
+        GATE_FILE,
+        "gate record",
+        lambda r: isinstance(r["iteration"], int) and isinstance(r["libraries_after"], dict),
+    )
+    return {record["iteration"]: record["libraries_after"] for record in records}
 
 
 def _library_limit(boundary: Boundary, run: Path) -> int | None:
@@ -83,7 +64,7 @@ def run_libraries(
     saved = sorted(
         int(match[1]) for p in boundary.list(root) if (match := _ITERATION.fullmatch(p.name))
     )
-    committed = _committed(boundary, run)
+    committed = _committed(boundary)
     complete = [t for t in saved if t == 0 or t in committed]
     if iteration is None:
         if not complete:

@@ -26,6 +26,7 @@ Layout::
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -121,17 +122,10 @@ class RunFolder:
             self._credits[record_type] = store
         return store
 
-    # -- files -------------------------------------------------------------------------------
-
     @property
     def config_path(self) -> Path:
         """RUN/config.json."""
         return self.path / CONFIG_FILE
-
-    @property
-    def checkpoint_path(self) -> Path:
-        """RUN/checkpoints.sqlite (the CLI runner's LangGraph checkpointer)."""
-        return self.path / "checkpoints.sqlite"
 
     @property
     def usage_path(self) -> Path:
@@ -162,8 +156,6 @@ class RunFolder:
         """Whether this folder already holds a run (its config.json)."""
         return self.config_path.exists()
 
-    # -- config ------------------------------------------------------------------------------
-
     def write_config(self, config: TrainConfig) -> None:
         """Write config.json atomically."""
         atomic_write_text(self.config_path, config.model_dump_json(indent=2) + "\n")
@@ -178,8 +170,6 @@ class RunFolder:
         except ValidationError as error:
             message = describe_validation_error(error)
             raise RunFolderError(f"{self.config_path}: {message}") from None
-
-    # -- libraries ---------------------------------------------------------------------------
 
     def library_dir(self, iteration: int, agent: str) -> Path:
         """RUN/libraries/iter_<t>/<agent>: the library of `agent` after iteration t."""
@@ -210,8 +200,6 @@ class RunFolder:
         found = [int(p.name.removeprefix("iter_")) for p in root.glob("iter_*") if p.is_dir()]
         return sorted(found)
 
-    # -- usage -------------------------------------------------------------------------------
-
     def write_usage(self, usage: dict[str, Any]) -> None:
         """Write usage.json atomically (per-role calls, tokens, cached tokens, wall time)."""
         atomic_write_text(self.usage_path, json.dumps(usage, indent=2, sort_keys=True) + "\n")
@@ -229,25 +217,14 @@ class RunFolder:
 def unpromoted_skills(run_dir: Path | str, iteration: int) -> dict[str, set[str]]:
     """agent -> skills the method state of `iteration` marks shadow or disabled (a SkillMAS
     run's validation pool); empty for methods whose state has no skill statuses."""
-    run = Path(run_dir)
-    boundary = Boundary(run, "run folder")
-    path = run / METHOD_STATE_FILE
-    if not boundary.exists(path):
-        return {}
-    text = decode_utf8(boundary.read(path, MAX_RECORDS_BYTES, METHOD_STATE_FILE), path)
-    lines = text.split("\n")
+    records = boundary_records(
+        Boundary(Path(run_dir), "run folder"),
+        METHOD_STATE_FILE,
+        "method state record",
+        lambda record: isinstance(record, dict) and isinstance(record.get("state"), dict),
+    )
     status: Any = None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            if not isinstance(record, dict) or not isinstance(record.get("state"), dict):
-                raise TypeError
-        except (ValueError, TypeError, RecursionError):
-            if number == len(lines):  # a partial last line a crash left: not a record yet
-                continue
-            raise SkillError(f"{shown(path)}:{number}: not a method state record") from None
+    for record in records:
         if record.get("iteration") == iteration:
             status = record["state"].get("status")
     if not isinstance(status, dict):
@@ -257,3 +234,29 @@ def unpromoted_skills(run_dir: Path | str, iteration: int) -> dict[str, set[str]
         for agent, names in status.items()
         if isinstance(names, dict)
     }
+
+
+def boundary_records(
+    boundary: Boundary, name: str, what: str, valid: Callable[[Any], bool]
+) -> list[Any]:
+    """The JSON lines of the run folder's file `name`, read through its boundary (none when the
+    file is absent). A line that is not JSON or not `valid` is a one-line `SkillError` naming
+    it as not a `what`; a partial last line a crash left is not a record yet and is skipped."""
+    path = boundary.root / name
+    if not boundary.exists(path):
+        return []
+    lines = decode_utf8(boundary.read(path, MAX_RECORDS_BYTES, name), path).split("\n")
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if not valid(record):
+                raise TypeError
+        except (ValueError, KeyError, TypeError, RecursionError):
+            if number == len(lines):
+                continue
+            raise SkillError(f"{shown(path)}:{number}: not a {what}") from None
+        records.append(record)
+    return records

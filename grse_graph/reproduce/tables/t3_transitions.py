@@ -92,16 +92,18 @@ class RowName:
     category: str | None = None
 
     @property
+    def _where(self) -> str:
+        return TASKS[self.task] + (f" {self.category}" if self.category else "")
+
+    @property
     def key(self) -> str:
         """The paper's row key (`LoCoMo|Qwen3.8|GRSE`); a per-category row's names it."""
-        where = TASKS[self.task] + (f" {self.category}" if self.category else "")
-        return f"{where}|{self.actor}|{self.method}"
+        return f"{self._where}|{self.actor}|{self.method}"
 
     @property
     def label(self) -> str:
         """As the paper labels its rows (`LoCoMo, Qwen3.8: GRSE`)."""
-        where = TASKS[self.task] + (f" {self.category}" if self.category else "")
-        return f"{where}, {self.actor}: {self.method}"
+        return f"{self._where}, {self.actor}: {self.method}"
 
 
 def _hotpot(ctx: TableContext, actor: Actor, method: str) -> Group:
@@ -153,9 +155,6 @@ def plan(ctx: TableContext) -> list[RunSpec]:
     return sorted(unique_runs(runs), key=lambda s: s.kind == "train")
 
 
-# -- reading the answers -----------------------------------------------------------------
-
-
 def _outcome(spec: RunSpec, results: Mapping[str, Result]) -> RunOutcome:
     result = results.get(spec.run_id)
     if result is None:
@@ -192,9 +191,6 @@ def pairs(group: Group, results: Mapping[str, Result]) -> list[Pair]:
     return paired
 
 
-# -- the columns -------------------------------------------------------------------------
-
-
 def _f1(record: PredictionRecord) -> float:
     if record.failed:
         return 0.0
@@ -215,10 +211,14 @@ def delta(pairs: Sequence[Pair]) -> float:
     return 100.0 * math.fsum(_f1(p.after) - _f1(p.before) for p in pairs) / len(pairs)
 
 
+def _moved(pairs: Sequence[Pair], move: tuple[Outcome, Outcome]) -> list[Pair]:
+    return [p for p in pairs if (answer_outcome(p.before), answer_outcome(p.after)) == move]
+
+
 def contribution(pairs: Sequence[Pair], move: tuple[Outcome, Outcome]) -> float:
     """The part of Δ (points) from the questions making `move`: their F1 changes summed over
     all questions of the row. The contributions of all nine moves add up to Δ."""
-    moved = [p for p in pairs if (answer_outcome(p.before), answer_outcome(p.after)) == move]
+    moved = _moved(pairs, move)
     return 100.0 * math.fsum(_f1(p.after) - _f1(p.before) for p in moved) / len(pairs)
 
 
@@ -236,11 +236,7 @@ def share(pairs: Sequence[Pair], side: str, test: str) -> float:
 def declined_to_correct(pairs: Sequence[Pair]) -> tuple[int, int]:
     """The D->C questions, and how many of them the final answer reached without cited
     evidence."""
-    moved = [
-        p
-        for p in pairs
-        if (answer_outcome(p.before), answer_outcome(p.after)) == ("declined", "correct")
-    ]
+    moved = _moved(pairs, MOVES["D->C"])
     return len(moved), sum(_no_evidence(p.after) for p in moved)
 
 

@@ -72,10 +72,7 @@ def probe_settings(ctx: TableContext, design: RepairDesign) -> ProbeSettings:
     """The design's probe credit, at the smoke size's questions and budget under `--smoke`."""
     if not ctx.smoke:
         return design.probe
-    smoke = ctx.settings.smoke
-    return design.probe.model_copy(
-        update={"questions": smoke.probe_questions, "budget": smoke.probe_budget}
-    )
+    return design.probe.model_copy(update=ctx.settings.smoke.probe_sizes())
 
 
 def _paper_config(
@@ -117,15 +114,11 @@ def _demo_config(
         dumped["paper_mode"] = True
     if ctx.smoke:
         smoke = ctx.settings.smoke
-        dumped.update(
-            iterations=smoke.iterations,
-            batch_size=smoke.train_batch,
-            validation_size=smoke.validation_questions,
-        )
+        dumped.update(smoke.loop_sizes())
         if "group_size" in dumped["method"]:
             dumped["method"]["group_size"] = smoke.group_size
         if dumped.get("probe"):
-            dumped["probe"].update(questions=smoke.probe_questions, budget=smoke.probe_budget)
+            dumped["probe"].update(smoke.probe_sizes())
     return _overridden(ctx, dumped)
 
 
