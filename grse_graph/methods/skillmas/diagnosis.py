@@ -248,7 +248,7 @@ structure, not a skill, is at fault), none (no bounded edit). Cite failures as n
 Do not invent a cause: if the evidence does not show one, use other and none."""
 
 
-def _clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int) -> str:
     flat = text.strip()
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
@@ -276,9 +276,9 @@ def analyst_prompt(
         for step in rollout.steps if rollout else []:
             for call in step.tool_calls:
                 lines.append(
-                    f"    {step.agent} > {call.name}({call.arguments}) -> {_clip(call.result, 200)}"
+                    f"    {step.agent} > {call.name}({call.arguments}) -> {clip(call.result, 200)}"
                 )
-            lines.append(f"    {step.agent} said: {_clip(step.output, step_chars)}")
+            lines.append(f"    {step.agent} said: {clip(step.output, step_chars)}")
         lines.append("")
     if cluster.skills:
         lines.append("Skills used in these failures:")
@@ -286,7 +286,7 @@ def analyst_prompt(
             agent, _, name = ref.partition("/")
             library = libraries.get(agent)
             if library is not None and library.has(name):
-                lines.append(f"### {ref}\n{_clip(library.get(name).body, 1200)}")
+                lines.append(f"### {ref}\n{clip(library.get(name).body, 1200)}")
     else:
         lines.append("No skill was used in these failures.")
     return "\n".join(lines)
