@@ -2,15 +2,11 @@
 option): at most six turns at temperature 0.1, a tool call on every turn, read-only evidence
 tools and one submit tool.
 
-The analyst starts from the cluster's overview and investigates through tools: list the
-evidence; read a full trace; read an episode's input and output; compare an answer with the
-ground truth (training questions carry their gold answer, so this is a real comparison, unlike
-the generic code); read a skill's boundary; read an agent's boundary (its role, targets and
-boundary note, which the code's controller never filled). A submission goes through the schema
-(the tag must fit the cause) and the code's validity checks; a failing one is answered with its
-problems and the loop goes on. A turn without a tool call is answered with a reminder and
-counts. No valid submission within the budget means no analysis: the cluster is excluded from
-the patch pool (tag none), as the analyst prompt says.
+Unlike the generic code, CompareAnswer is a real comparison (training questions carry their
+gold answer), and ReadAgentBoundary answers with the role, targets and boundary note the code's
+controller never filled. A submission failing the schema or the code's validity checks is
+answered with its problems and the loop goes on; no valid submission within the budget means
+no analysis (tag none), as the analyst prompt says.
 """
 
 from __future__ import annotations
@@ -23,16 +19,15 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, Field, ValidationError
 
 from grse_graph.errors import ModelRequestRefused
-from grse_graph.llm.provider import SamplingSettings
 from grse_graph.team.agent import replayable
 from grse_graph.validation_text import describe_validation_error
 
 from .diagnosis import (
-    ANALYST_TEMPERATURE,
     AnalystEvidence,
     AnalystResult,
     ClusterAnalysis,
     FailureCluster,
+    analyst_model,
     clip,
     validity_problems,
 )
@@ -186,11 +181,7 @@ class ToolLoopAnalyst(AnalystEvidence):
 
     async def analyse(self, cluster: FailureCluster) -> AnalystResult:
         refs = self.episodes(cluster)
-        model = self.provider.chat(
-            "critic",
-            sampling=SamplingSettings(temperature=ANALYST_TEMPERATURE),
-            max_tokens=self.max_tokens,
-        ).bind_tools(
+        model = analyst_model(self.provider, self.max_tokens).bind_tools(
             [
                 ListEvidence,
                 ReadTrace,

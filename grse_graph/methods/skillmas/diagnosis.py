@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, model_validator
 
@@ -307,6 +308,13 @@ class ClusterAnalyst(Protocol):
     async def analyse(self, cluster: FailureCluster) -> AnalystResult: ...
 
 
+def analyst_model(provider: ChatModelProvider, max_tokens: int | None) -> BaseChatModel:
+    """The critic role at the analyst's temperature."""
+    return provider.chat(
+        "critic", sampling=SamplingSettings(temperature=ANALYST_TEMPERATURE), max_tokens=max_tokens
+    )
+
+
 @dataclass(frozen=True)
 class AnalystEvidence:
     """What every analyst reads of a round: its rollouts by id, the gold answers by question
@@ -329,11 +337,7 @@ class SingleCallAnalyst(AnalystEvidence):
             SystemMessage(ANALYST_SYSTEM),
             HumanMessage(analyst_prompt(cluster, self.rollouts, self.gold, self.libraries)),
         ]
-        model = self.provider.chat(
-            "critic",
-            sampling=SamplingSettings(temperature=ANALYST_TEMPERATURE),
-            max_tokens=self.max_tokens,
-        )
+        model = analyst_model(self.provider, self.max_tokens)
         try:
             return AnalystResult(analysis=await astructured_call(model, ClusterAnalysis, messages))
         except (StructuredOutputError, ModelRequestRefused) as failure:
