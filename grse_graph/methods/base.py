@@ -1,46 +1,17 @@
 """The credit-method seam: what the training graph asks a method, round by round.
 
 The loop is the same for every method (one engine; each method's behaviour comes in through
-these hooks, as GEPA's engine takes its strategies as objects): choose the round's questions
--> rollouts (each unit's team chosen by the method) -> credit units -> one credit call per unit
--> the round update -> candidates (the update's own libraries or the shared operators) ->
-validation -> commit by the method's policy. A `CreditMethod` decides:
-
-- `initial_state(inputs)`: its state before round 1 (None for stateless methods);
-- `round_questions(request)`: which training questions a round uses (default: a new seeded
-  sample of `batch_size` every round);
-- `rounds(iterations)`: how many rounds run (default: the configured iterations);
-- `team_for(request)`: which team runs one unit, given the method's state (default: the
-  task's team with the unit's libraries);
-- `rollouts_per_question()`: G (GRSE: the group size; MASkills: 1);
-- `credit_units(iteration, groups)`: which units a batch yields (GRSE: one per kept group;
-  MASkills: one per trajectory) and the records of groups it skips without a call;
-- `credit(unit, inputs)`: the credit call for one unit, returning its `CreditRecord`;
-- `failed_record(unit, inputs, error)`: the record of a unit whose credit call failed;
-- `update(inputs)`: the round update (default: `plan(inputs)` and no state, the shared
-  operators then propose candidates);
-- `plan(inputs)`: the iteration's `AggregationResult` from the round's `UpdateInputs`;
-- `commit_policy(iteration, iterations)`: the per-agent validation gate (default), or accept;
-- `committed_state(state, base_score)`: the state as committed, given the validation score
-  of the round's base libraries;
-- `utility_rule()`: how the plan updates recorded utilities (GRSE replaces, MASkills averages);
-- `evolution()`: the operators, their order and settings;
-- `report_lines(inputs)` / `summary()`: the method's section of report.md (it sees the run's
-  credit records and the method's states, one per round) and its header line.
+the `CreditMethod` hooks, as GEPA's engine takes its strategies as objects): choose the round's
+questions -> rollouts (each unit's team chosen by the method) -> credit units -> one credit
+call per unit -> the round update -> candidates (the update's own libraries or the shared
+operators) -> validation -> commit by the method's policy.
 
 Method state goes only through `state_type` (a pydantic model, one record per round in
-RUN/method_state.jsonl); the method object itself keeps none.
-
-A method is a class with `name`, `title` (how report.md names it), `settings_type` (its
-`MethodSettings` subclass: the `TrainConfig.method` section) and `record_type` (its
-`CreditRecord` subclass, whose `method` field is the `Literal` of its name, so a record on disk
-names the method that wrote it), constructed from its settings. `BaseCreditMethod` supplies
-the defaults; register the class in `grse_graph.methods.registry`.
-
-A method also says which loop-level `TrainConfig` settings it does not read
-(`ignored_settings`, and `unread_settings(settings)` for those its own settings switch off), so a
-run that sets one is refused instead of silently running without it
-(`grse_graph.training.config.refuse_unread_settings`).
+RUN/method_state.jsonl); the method object itself keeps none. A method's record type fixes
+`method` to the `Literal` of its name, so a record on disk names the method that wrote it.
+`BaseCreditMethod` supplies the defaults; register the class in `grse_graph.methods.registry`.
+A method names the loop-level `TrainConfig` settings it does not read (`ignored_settings`,
+`unread_settings`), so a run that sets one is refused instead of silently running without it.
 """
 
 from __future__ import annotations

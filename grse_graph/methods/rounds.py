@@ -1,17 +1,5 @@
-"""What the training loop asks a method around a round, and what it gets back.
-
-The loop is one engine for every method (as GEPA's single engine takes its strategies as
-objects); these values are the inputs and outputs of the method's round hooks
-(`grse_graph.methods.base.CreditMethod`):
-
-- `initial_state(StartInputs)`: the method's state before round 1 (None: stateless);
-- `round_questions(RoundRequest)`: which training questions a round uses;
-- `team_for(TeamRequest)`: which team runs one unit (a rollout or a validation execution),
-  given the method's state;
-- `update(UpdateInputs) -> RoundUpdate`: the round update (plan, next state, and optionally
-  the complete next libraries);
-- `commit_policy(iteration, iterations) -> CommitPolicy`: how the round's libraries are
-  committed (the per-agent validation gate, or accept).
+"""What the training loop asks a method around a round, and what it gets back: the inputs
+and outputs of the round hooks of `grse_graph.methods.base.CreditMethod`.
 
 Nothing here imports the training package: the loop builds these values from its context.
 """

@@ -1,10 +1,8 @@
 """GRSE credit: group advantages, the group-relative critic with attribution checks, and the
 aggregation of credits into edit directions and induction patterns (GUIDE §3).
 
-Modules: `method` (`GrseMethod`, `GrseSettings`: the credit-method seam), `advantages`,
-`critic_schema` (the critic's values), `payload`, `checks`, `critic`, `aggregate`, `prompts`.
-The plan contract is `grse_graph.methods.plan`; operators live in `grse_graph.methods.operators`
-and the gate in `grse_graph.methods.gate`, because every method shares them.
+The plan contract, the operators and the gate live in `grse_graph.methods`, because every
+method shares them.
 """
 
 from grse_graph.methods.grse.advantages import group_advantages, keep_group

@@ -154,8 +154,6 @@ def _render_credits(items: Sequence[_Credit], with_labels: bool) -> str:
 
 @dataclass(frozen=True)
 class _GrseHooks:
-    """GRSE's choices inside the shared aggregation skeleton."""
-
     results: Sequence[CritiqueResult]
     settings: AggregationSettings
     merge_max_tokens: int

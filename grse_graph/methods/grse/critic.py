@@ -35,14 +35,6 @@ from grse_graph.tasks.base import TaskQuestion
 from grse_graph.team.rollout import Rollout
 
 
-def dedupe_credits(
-    credits: Iterable[SkillCredit], library_names: Mapping[str, Iterable[str]]
-) -> tuple[list[SkillCredit], int]:
-    """Keep the first credit per (agent, skill) whose skill is in that agent's library, and
-    count the dropped ones (`first_credit_per_skill`)."""
-    return first_credit_per_skill(credits, library_names)
-
-
 def group_vocabulary(
     ctx: CheckContext, *, flat: bool = False, tool_error_rule: bool = True
 ) -> CriticVocabulary:
@@ -197,7 +189,7 @@ class GroupCritic:
         system = prompts.critic_system(structured=False, answer_length_note=self.answer_length_note)
         output = await astructured_call(model, CriticCredits, self._messages(payload, system))
         names = {agent: library.names() for agent, library in libraries.items()}
-        credits, dropped_credits = dedupe_credits(output.credits, names)
+        credits, dropped_credits = first_credit_per_skill(output.credits, names)
         return base.model_copy(
             update={
                 "credits": credits,
@@ -240,7 +232,7 @@ class GroupCritic:
             return kept.model_copy(update={"critic_calls": 2, "diagnosis_error": str(error)})
         # Back to the plain models: the narrowed subclasses only shape the advertised schema.
         output = CriticOutput.model_validate(raw.model_dump())
-        credits, dropped_credits = dedupe_credits(output.credits, names)
+        credits, dropped_credits = first_credit_per_skill(output.credits, names)
         ctx = CheckContext.build(rollouts, names, credits)
 
         checked: list[CheckedDiagnosis | None] = []
@@ -322,7 +314,7 @@ class GroupCritic:
                 dropped_credits,
             )
 
-        merged, dropped = dedupe_credits([*credits, *repair.credits], names)
+        merged, dropped = first_credit_per_skill([*credits, *repair.credits], names)
         repaired_ctx = ctx.with_credits(merged)
         results: list[CheckedDiagnosis] = []
         for n, (_, original, violations) in enumerate(failing):

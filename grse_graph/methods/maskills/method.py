@@ -33,7 +33,6 @@ from grse_graph.methods.maskills.record import MaskillsRecord
 from grse_graph.methods.maskills.settings import MaskillsSettings
 from grse_graph.methods.maskills.trace import build_skill_trace
 from grse_graph.methods.operators.registry import OPERATORS, Operator
-from grse_graph.methods.operators.schedule import OPERATOR_ORDER
 from grse_graph.methods.plan import AggregationResult
 from grse_graph.methods.rounds import UpdateInputs
 from grse_graph.methods.utility import MovingAverageUtilities
@@ -58,9 +57,6 @@ class MaskillsMethod(BaseCreditMethod[MaskillsSettings, MaskillsRecord]):
     # One rollout per question: the first agent's n=G presampling (training.nodes.rollouts,
     # only for group_size > 1) never runs.
     ignored_settings: ClassVar[frozenset[str]] = frozenset({"first_agent_n"})
-
-    def rollouts_per_question(self) -> int:
-        return 1
 
     def critic(self, inputs: CreditInputs) -> TrajectoryCritic:
         """The trajectory critic with this run's settings."""
@@ -98,9 +94,7 @@ class MaskillsMethod(BaseCreditMethod[MaskillsSettings, MaskillsRecord]):
             "prune": prune,
             "induce": Induce(self.settings.max_hard_cases),
         }
-        return EvolutionSpec(
-            order=OPERATOR_ORDER, settings=self.settings.operators, operators=operators
-        )
+        return EvolutionSpec(settings=self.settings.operators, operators=operators)
 
     def summary(self) -> str:
         s = self.settings

@@ -5,8 +5,7 @@ Groups are the connected components (size >= 2) of the links the critic reported
 consistent skill), this iteration's and those carried from the iterations since the last
 consolidation (`AggregationResult.carried_links`, see `links_since_consolidation`); only skills
 present in the library count. One optimizer call per group drafts the merged skill, told which
-members conflict; the library replaces the group by it. The merged skill records the first
-member's content hash as its parent and names every member in its provenance.
+members conflict.
 """
 
 from __future__ import annotations

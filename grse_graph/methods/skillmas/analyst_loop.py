@@ -2,15 +2,11 @@
 option): at most six turns at temperature 0.1, a tool call on every turn, read-only evidence
 tools and one submit tool.
 
-The analyst starts from the cluster's overview and investigates through tools: list the
-evidence; read a full trace; read an episode's input and output; compare an answer with the
-ground truth (training questions carry their gold answer, so this is a real comparison, unlike
-the generic code); read a skill's boundary; read an agent's boundary (its role, targets and
-boundary note, which the code's controller never filled). A submission goes through the schema
-(the tag must fit the cause) and the code's validity checks; a failing one is answered with its
-problems and the loop goes on. A turn without a tool call is answered with a reminder and
-counts. No valid submission within the budget means no analysis: the cluster is excluded from
-the patch pool (tag none), as the analyst prompt says.
+Unlike the generic code, CompareAnswer is a real comparison (training questions carry their
+gold answer), and ReadAgentBoundary answers with the role, targets and boundary note the code's
+controller never filled. A submission failing the schema or the code's validity checks is
+answered with its problems and the loop goes on; no valid submission within the budget means
+no analysis (tag none), as the analyst prompt says.
 """
 
 from __future__ import annotations
@@ -23,16 +19,16 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, Field, ValidationError
 
 from grse_graph.errors import ModelRequestRefused
-from grse_graph.llm.provider import SamplingSettings
 from grse_graph.team.agent import replayable
 from grse_graph.validation_text import describe_validation_error
 
 from .diagnosis import (
-    ANALYST_TEMPERATURE,
     AnalystEvidence,
     AnalystResult,
     ClusterAnalysis,
     FailureCluster,
+    analyst_model,
+    clip,
     validity_problems,
 )
 from .trace import VerifiedTrace
@@ -93,11 +89,6 @@ handoff-to-structure (bad executor assignment), none. You have at most {turns} t
 evidence does not show a cause, do not invent one: submit cause other with tag none."""
 
 
-def _clip(text: str, limit: int = RESULT_CHARS) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 @dataclass(frozen=True)
 class ToolLoopAnalyst(AnalystEvidence):
     """The analyst loop over one round's evidence (a `ClusterAnalyst`)."""
@@ -129,46 +120,42 @@ class ToolLoopAnalyst(AnalystEvidence):
         self, name: str, args: Mapping[str, Any], refs: Mapping[str, VerifiedTrace]
     ) -> str:
         """The answer of one read-only tool (an explanation when the arguments name nothing)."""
+        ref = str(args.get("ref", ""))
+
+        def on_episode(read: Callable[[VerifiedTrace], str]) -> str:
+            trace = refs.get(ref.strip().upper())
+            if trace is None:
+                return f"no episode {ref!r}; known: {', '.join(refs)}"
+            return read(trace)
+
         tools: dict[str, Callable[[], str]] = {
             "ListEvidence": lambda: "\n".join(
                 f"{r}: {'success' if t.success else t.error_message} | {t.summary}"
                 for r, t in refs.items()
             ),
-            "ReadTrace": lambda: self._trace(refs, str(args.get("ref", ""))),
-            "ReadEpisode": lambda: self._episode(refs, str(args.get("ref", ""))),
-            "CompareAnswer": lambda: self._compare(refs, str(args.get("ref", ""))),
+            "ReadTrace": lambda: on_episode(self._trace),
+            "ReadEpisode": lambda: on_episode(self._episode),
+            "CompareAnswer": lambda: on_episode(self._compare),
             "ReadSkillBoundary": lambda: self._skill(str(args.get("skill", ""))),
             "ReadAgentBoundary": lambda: self._agent(str(args.get("agent", ""))),
         }
         if name not in tools:
             return f"unknown tool {name!r}"
-        return _clip(tools[name]())
+        return clip(tools[name](), RESULT_CHARS)
 
-    def _find(self, refs: Mapping[str, VerifiedTrace], ref: str) -> VerifiedTrace | None:
-        return refs.get(ref.strip().upper())
-
-    def _trace(self, refs: Mapping[str, VerifiedTrace], ref: str) -> str:
-        trace = self._find(refs, ref)
-        if trace is None:
-            return f"no episode {ref!r}; known: {', '.join(refs)}"
+    def _trace(self, trace: VerifiedTrace) -> str:
         rollout = self.rollouts.get(trace.rollout_id)
         lines = list(trace.action_trace)
         for step in rollout.steps if rollout else []:
-            lines.append(f"{step.agent} said: {_clip(step.output, 600)}")
+            lines.append(f"{step.agent} said: {clip(step.output, 600)}")
         return "\n".join(lines) or "empty trace"
 
-    def _episode(self, refs: Mapping[str, VerifiedTrace], ref: str) -> str:
-        trace = self._find(refs, ref)
-        if trace is None:
-            return f"no episode {ref!r}; known: {', '.join(refs)}"
+    def _episode(self, trace: VerifiedTrace) -> str:
         rollout = self.rollouts.get(trace.rollout_id)
         answer = rollout.answer if rollout else "?"
         return f"input: {trace.task}\noutput (final answer): {answer}"
 
-    def _compare(self, refs: Mapping[str, VerifiedTrace], ref: str) -> str:
-        trace = self._find(refs, ref)
-        if trace is None:
-            return f"no episode {ref!r}; known: {', '.join(refs)}"
+    def _compare(self, trace: VerifiedTrace) -> str:
         rollout = self.rollouts.get(trace.rollout_id)
         return (
             f"gold answer: {self.gold.get(trace.question_id, '?')}\n"
@@ -194,11 +181,7 @@ class ToolLoopAnalyst(AnalystEvidence):
 
     async def analyse(self, cluster: FailureCluster) -> AnalystResult:
         refs = self.episodes(cluster)
-        model = self.provider.chat(
-            "critic",
-            sampling=SamplingSettings(temperature=ANALYST_TEMPERATURE),
-            max_tokens=self.max_tokens,
-        ).bind_tools(
+        model = analyst_model(self.provider, self.max_tokens).bind_tools(
             [
                 ListEvidence,
                 ReadTrace,

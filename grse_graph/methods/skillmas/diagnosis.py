@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, model_validator
 
@@ -248,7 +249,7 @@ structure, not a skill, is at fault), none (no bounded edit). Cite failures as n
 Do not invent a cause: if the evidence does not show one, use other and none."""
 
 
-def _clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int) -> str:
     flat = text.strip()
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
@@ -276,9 +277,9 @@ def analyst_prompt(
         for step in rollout.steps if rollout else []:
             for call in step.tool_calls:
                 lines.append(
-                    f"    {step.agent} > {call.name}({call.arguments}) -> {_clip(call.result, 200)}"
+                    f"    {step.agent} > {call.name}({call.arguments}) -> {clip(call.result, 200)}"
                 )
-            lines.append(f"    {step.agent} said: {_clip(step.output, step_chars)}")
+            lines.append(f"    {step.agent} said: {clip(step.output, step_chars)}")
         lines.append("")
     if cluster.skills:
         lines.append("Skills used in these failures:")
@@ -286,7 +287,7 @@ def analyst_prompt(
             agent, _, name = ref.partition("/")
             library = libraries.get(agent)
             if library is not None and library.has(name):
-                lines.append(f"### {ref}\n{_clip(library.get(name).body, 1200)}")
+                lines.append(f"### {ref}\n{clip(library.get(name).body, 1200)}")
     else:
         lines.append("No skill was used in these failures.")
     return "\n".join(lines)
@@ -305,6 +306,13 @@ class ClusterAnalyst(Protocol):
     """Diagnoses one failure cluster (a seam: one structured call, or the tool loop)."""
 
     async def analyse(self, cluster: FailureCluster) -> AnalystResult: ...
+
+
+def analyst_model(provider: ChatModelProvider, max_tokens: int | None) -> BaseChatModel:
+    """The critic role at the analyst's temperature."""
+    return provider.chat(
+        "critic", sampling=SamplingSettings(temperature=ANALYST_TEMPERATURE), max_tokens=max_tokens
+    )
 
 
 @dataclass(frozen=True)
@@ -329,11 +337,7 @@ class SingleCallAnalyst(AnalystEvidence):
             SystemMessage(ANALYST_SYSTEM),
             HumanMessage(analyst_prompt(cluster, self.rollouts, self.gold, self.libraries)),
         ]
-        model = self.provider.chat(
-            "critic",
-            sampling=SamplingSettings(temperature=ANALYST_TEMPERATURE),
-            max_tokens=self.max_tokens,
-        )
+        model = analyst_model(self.provider, self.max_tokens)
         try:
             return AnalystResult(analysis=await astructured_call(model, ClusterAnalysis, messages))
         except (StructuredOutputError, ModelRequestRefused) as failure:

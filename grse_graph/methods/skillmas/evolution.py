@@ -190,7 +190,6 @@ def evaluate_pool(
 def _retire(
     work: EvolutionWork, agent: str, name: str, kind: ActionKind, detail: str
 ) -> Skill | None:
-    """Disable a skill and record why (nothing when it is not there)."""
     skill = work.disable(agent, name)
     if skill is not None:
         work.actions.append(EvolutionAction(kind=kind, agent=agent, skill=name, detail=detail))

@@ -1,14 +1,8 @@
 """SkillMAS behind the credit-method seam (spec skillmas.md; issue 14), on the shared loop.
 
-Its hooks: the state before round 1 (`update.start_state`); every round uses the same fixed
-train subset (`execution.fixed_subset`, drawn once); each unit runs the team of the round's
-state with k selected skills per agent step, shadow skills offered in training
-(`execution.unit_team`); one credit unit per rollout (used-skill attribution, with a judge
-call where a step said nothing); the round update (utility learning, retained evidence,
-diagnosis, skill evolution with the validation pool, restructuring: `update.round_update`)
-gives the complete next libraries, committed by `accept`: there is no per-agent gate, changes
-take effect at once and the best round is picked after the fact, as in the paper. With
-`measure_final` one more execution-only round (commit policy `keep`) measures the final state.
+Every round uses the same fixed train subset; the round update gives the complete next
+libraries, committed by `accept`: there is no per-agent gate, changes take effect at once and
+the best round is picked after the fact, as in the paper.
 """
 
 from __future__ import annotations
@@ -104,9 +98,6 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
 
     def team_for(self, request: TeamRequest) -> TeamSpec:
         return unit_team(request, self.settings)
-
-    def rollouts_per_question(self) -> int:
-        return 1
 
     async def credit(self, unit: CreditUnit, inputs: CreditInputs) -> SkillmasRecord:
         """Used-skill attribution of one rollout: the explicit signals of every step, one

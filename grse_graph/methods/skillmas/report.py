@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from .restructure import Decision
     from .work import EvolutionAction
 
-# Each table section's header and alignment rows.
 _ACTION_COLUMNS = (
     "| round | action | agent | skill | task type | detail |",
     "| ---: | --- | --- | --- | --- | --- |",
@@ -79,12 +78,10 @@ def report_lines(
 
 
 def _titled_table(title: str, columns: tuple[str, str], rows: Sequence[str]) -> list[str]:
-    """A `### title` section that is one markdown table (`columns`: its header and alignment)."""
     return ["", f"### {title}", "", *columns, *rows]
 
 
 def _trace_lines(records: Sequence[SkillmasRecord]) -> list[str]:
-    """The traces' signal counts and, where verifiers gave them, executor-local outcomes."""
     judged = sum(r.judge_calls for r in records)
     signals = [s for r in records for s in r.signals]
     with_skills = sum(bool(s.selected) for s in signals)
@@ -107,7 +104,6 @@ def _trace_lines(records: Sequence[SkillmasRecord]) -> list[str]:
 
 
 def _round_table(rounds: Sequence[RoundRecord]) -> list[str]:
-    """One row per round: outcome, validation, evidence, actions and drop."""
     out = [
         "",
         "| round | episodes | train success | by task type | validation | retained | diagnosed "
@@ -147,7 +143,6 @@ def _best_round_lines(rounds: Sequence[SkillmasState], checkpoint: str) -> list[
 
 
 def _skill_utility_lines(rounds: Sequence[SkillmasState]) -> list[str]:
-    """Every skill's global Q^s (q / n) after each round."""
     out = ["", "### Skill Utility over rounds (global q / n)", ""]
     ids = sorted({i for s in rounds for i in s.skills.skills})
     if not ids:
@@ -156,7 +151,6 @@ def _skill_utility_lines(rounds: Sequence[SkillmasState]) -> list[str]:
 
 
 def _executor_utility_lines(rounds: Sequence[SkillmasState]) -> list[str]:
-    """Every agent's global Q^a and its per-task-type values after each round."""
     out = ["", "### Executor Utility over rounds (global q; per task type)", ""]
     agents = sorted({a for s in rounds for a in s.executors.agents})
     if not agents:
@@ -171,7 +165,6 @@ def _over_rounds(
     rounds: Sequence[SkillmasState],
     cell: Callable[[SkillmasState, str], str],
 ) -> list[str]:
-    """A table with one row per key and one column per round, each cell `cell(state, key)`."""
     return [
         f"| {kind} | " + " | ".join(f"r{s.iteration}" for s in rounds) + " |",
         "| --- |" + f" {align} |" * len(rounds),
@@ -193,7 +186,6 @@ def _executor_utility(state: SkillmasState, agent: str) -> str:
 
 
 def _action_row(iteration: int, action: EvolutionAction) -> str:
-    """The row of one skill action."""
     return (
         f"| {iteration} | {action.kind} | {action.agent or '-'} | {action.skill or '-'} | "
         f"{action.task_type or '-'} | {_cell(action.detail)[:160]} |"
@@ -201,7 +193,6 @@ def _action_row(iteration: int, action: EvolutionAction) -> str:
 
 
 def _pool_row(iteration: int, d: PoolDecision) -> str:
-    """The row of one validation-pool decision."""
     return (
         f"| {iteration} | {d.agent} | {d.skill} | {d.uses} | {d.successes} | "
         f"{d.decision}: {_cell(d.reason)} |"

@@ -316,7 +316,6 @@ async def _diagnoses(
     settings: SkillmasSettings,
     seed_roles: Mapping[str, str] | None,
 ) -> list[Diagnosis]:
-    """The round's failure clusters diagnosed (by one critic call each, or the loop analyst)."""
     clusters = cluster_failures(retained, traces)
     analyst = None
     if settings.analyst == "loop":
@@ -348,7 +347,6 @@ async def _evolve_skills(
     provider: ChatModelProvider,
     settings: SkillmasSettings,
 ) -> None:
-    """Skill evolution in its fixed order (learn, create, refine, prune), then the pool."""
     await evolve_skills(
         work, evidence, provider, require_diagnosis=settings.create_requires_diagnosis
     )
@@ -364,8 +362,6 @@ async def _evolve_skills(
 
 @dataclass(frozen=True)
 class _Restructured:
-    """The team after the round's restructuring decision, and how to undo it."""
-
     decision: Decision
     members: list[TeamMember]
     libraries: dict[str, SkillLibrary]

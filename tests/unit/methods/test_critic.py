@@ -17,9 +17,10 @@ from grse_graph.llm.structured import (
     json_request,
     schema_narrowing,
 )
+from grse_graph.methods.aggregation import first_credit_per_skill
 from grse_graph.methods.grse import prompts
 from grse_graph.methods.grse.checks import CheckContext
-from grse_graph.methods.grse.critic import GroupCritic, dedupe_credits, group_vocabulary
+from grse_graph.methods.grse.critic import GroupCritic, group_vocabulary
 from grse_graph.methods.grse.critic_schema import CritiqueResult, critic_output_schema
 from tests.fakes import FakeProvider, ScriptedChatModel, tool_call_message
 from tests.unit.methods.grse_methods_builders import (
@@ -180,8 +181,8 @@ def test_credits_deduplicated_first_wins_and_unknown_skills_dropped() -> None:
     assert result.dropped_credits == 3
 
 
-def test_dedupe_credits_is_deterministic() -> None:
-    kept, dropped = dedupe_credits(
+def test_first_credit_per_skill_is_deterministic() -> None:
+    kept, dropped = first_credit_per_skill(
         [credit(), credit(verdict="helped", utility=1.0)], {"reader": ["extract"]}
     )
     assert kept[0].verdict == "harmful" and dropped == 1
