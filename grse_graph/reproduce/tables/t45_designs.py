@@ -20,7 +20,7 @@ from typing import Any
 from grse_graph.errors import GrseError
 from grse_graph.probes import ProbeSettings
 from grse_graph.reproduce.context import Actor, TableContext
-from grse_graph.reproduce.specs import Training, training_config
+from grse_graph.reproduce.specs import Training, tool_protocol, training_config
 from grse_graph.tasks.planted import PlantedLibrary, demo_planted, locomo_planted
 from grse_graph.training.config import LOOP_ADDITIONS, TrainConfig, method_additions
 from grse_graph.training.demo import REPAIR_SETTINGS, repair_config
@@ -112,6 +112,9 @@ def _demo_config(
         for name in method_additions(config.method):
             dumped["method"].pop(name, None)
         dumped["paper_mode"] = True
+    # The training runs test their starting libraries in the evaluation runs' folders, so
+    # their team calls tools the way those runs' team does (text in paper mode).
+    dumped["tool_protocol"] = tool_protocol(ctx)
     if ctx.smoke:
         smoke = ctx.settings.smoke
         dumped.update(smoke.loop_sizes())

@@ -120,6 +120,19 @@ def test_demo_design_keeps_the_demos_repair(tmp_path: Path) -> None:
     assert config.iterations == 1 and config.init_libraries == demo_planted().library_folders()
 
 
+@pytest.mark.parametrize("paper_mode", [True, False])
+def test_each_design_trains_with_the_tool_protocol_its_evaluations_use(
+    tmp_path: Path, paper_mode: bool
+) -> None:
+    # The training runs test their starting libraries in the evaluation runs' folders; a team
+    # that called tools another way stopped the demo design's MASkills and GRSE rows there.
+    for design in ("paper", "demo"):
+        runs = t45.plan(context(tmp_path, design=design, paper_mode=paper_mode))
+        evaluations = {s.params["tool_protocol"] for s in runs if s.kind == "eval"}
+        trainings = {config_of(s.params).tool_protocol for s in runs if s.kind == "train"}
+        assert evaluations == trainings == {"text" if paper_mode else "function"}, design
+
+
 def test_a_planted_file_for_another_task_is_one_line(tmp_path: Path) -> None:
     ctx = context(tmp_path, planted=demo_planted().source)
     with pytest.raises(GrseError, match="design 'paper' runs 'locomo'"):
