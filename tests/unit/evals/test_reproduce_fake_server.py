@@ -1,7 +1,7 @@
 """Tables 4 + 5 end to end at the smoke size against the fake OpenAI-compatible server (no
 engine), in the paper's design (LoCoMo single-hop on the shipped fixtures): the dry run, the
 written tables, reuse of finished runs, resume of an unfinished one, and failed cells when the
-endpoint is down; the demo design's dry run."""
+endpoint is down; the demo design end to end."""
 
 from __future__ import annotations
 
@@ -103,3 +103,23 @@ def test_the_demo_design_is_named_and_plans_the_demos_runs(
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if line.startswith("demo-all-")]
     assert len(lines) == 4 and "demo grse: G = 2 (paper G = 4)" in out
+
+
+def test_the_demo_design_trains_and_tests_both_methods_at_the_smoke_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its training runs test their starting libraries in the planted evaluation's folder; a
+    # team calling tools another way there stopped both methods' rows (e81626c).
+    with FakeOpenAIServer() as server:
+        _env(monkeypatch, server)
+        assert main("table4_5", [*ARGS, "--design", "demo", "--out", str(tmp_path)]) == 0
+    document = json.loads((tmp_path / "table4.json").read_text(encoding="utf-8"))
+    rows = {row["label"].split(" [")[0]: row["cells"] for row in document["rows"]}
+    for label in ("MASkills", "GRSE"):
+        for key in ("f1", "delta_f1", "abstention"):
+            assert rows[label][key]["mean"] is not None, (label, key, rows[label][key])
+    # The smoke size's one test question is a passage question, which has no BLEU (only the
+    # demo's conversation questions do): that column is unmeasured at this size.
+    assert {row["bleu"]["failures"][0].split(": ")[-1] for row in rows.values()} == {
+        "its task reports no bleu"
+    }
