@@ -27,6 +27,19 @@ def rollout(rid: str, *steps: Step) -> Rollout:
     return Rollout(rollout_id=rid, question_id="q", steps=list(steps))
 
 
+def validation(unit_id: str, variant: str, reward: float, *steps: Step) -> ValidationRecord:
+    return ValidationRecord(
+        iteration=1,
+        unit_id=unit_id,
+        variant=variant,
+        variant_hash=f"h-{variant}",
+        question_id="q",
+        repeat=0,
+        reward=reward,
+        rollout=rollout(unit_id, *steps),
+    )
+
+
 def filled(path: Path) -> RunFolder:
     """A run folder with one execution per stage: 2 + 3 + 1 + (1 + 1) calls (the probe's and
     the trained test's reused steps not counted)."""
@@ -49,18 +62,7 @@ def filled(path: Path) -> RunFolder:
     masked = rollout("p1", step(5, reused=True), step(7), step(8))
     probes.append(ProbeRun(run_id="p1", question_id="q", reward=0.0, rollout=masked))
     probes.append(ProbeRun(run_id="p2", question_id="q", error="failed"))
-    run.validation.append(
-        ValidationRecord(
-            iteration=1,
-            unit_id="v",
-            variant="base",
-            variant_hash="h",
-            question_id="q",
-            repeat=0,
-            reward=1.0,
-            rollout=rollout("v", step(3)),
-        )
-    )
+    run.validation.append(validation("v", "base", 1.0, step(3)))
     for label, steps in (("start", [step(4)]), ("final", [step(4, reused=True), step(6)])):
         folder = EvalFolder(run.test_dir(label))
         folder.path.mkdir(parents=True)
@@ -112,18 +114,7 @@ def test_a_usage_json_below_the_records_is_said_so(tmp_path: Path) -> None:
 
 def test_table_11_s_stages_leave_out_replayed_steps(tmp_path: Path) -> None:
     run = filled(tmp_path)
-    run.validation.append(
-        ValidationRecord(
-            iteration=1,
-            unit_id="v2",
-            variant="candidate",
-            variant_hash="h2",
-            question_id="q",
-            repeat=0,
-            reward=0.0,
-            rollout=rollout("v2", step(3, reused=True), step(9)),
-        )
-    )
+    run.validation.append(validation("v2", "candidate", 0.0, step(3, reused=True), step(9)))
     stages = actor_stages(run)
     assert (stages["rollouts"].calls, stages["rollouts"].prompt_tokens) == (2, 30)
     assert (stages["validation"].calls, stages["validation"].prompt_tokens) == (2, 12)
