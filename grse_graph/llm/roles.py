@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import weakref
@@ -54,12 +55,6 @@ UNAUTHENTICATED_API_KEY = "EMPTY"
 
 logger = logging.getLogger(__name__)
 
-_AUTO_STRUCTURED: dict[str | None, StructuredMethod] = {
-    "xllamacpp": "json_schema",
-    "llama-server": "json_schema",
-}
-"""What ``structured_method = "auto"`` resolves to per embedded engine (else function calling)."""
-
 
 def _functions(request: Mapping[str, Any]) -> dict[str, Any]:
     """The function tools a request offers, by name."""
@@ -73,8 +68,7 @@ def _functions(request: Mapping[str, Any]) -> dict[str, Any]:
 def _with_text_tool_calls(
     result: ChatResult, messages: Sequence[BaseMessage], request: Mapping[str, Any]
 ) -> ChatResult:
-    """`result` with each reply that wrote calls of the request's offered tools as text turned
-    into those calls."""
+    """`result` with each reply that wrote calls of the offered tools as text turned into them."""
     offered = _functions(request) if request.get("tool_choice") != "none" else {}
     if not offered:
         return result
@@ -82,19 +76,15 @@ def _with_text_tool_calls(
     model_call = sum(isinstance(message, AIMessage) for message in messages)
     generations = []
     for generation in result.generations:
-        message = generation.message if isinstance(generation, ChatGeneration) else None
-        recovered = (
-            recover_tool_calls(message, offered, model_call=model_call)
-            if isinstance(message, AIMessage)
-            else None
-        )
-        if recovered is None:
-            generations.append(generation)
-            continue
-        logger.info("tool call read back from the reply's text: %s", recovered.tool_calls)
-        generations.append(
-            ChatGeneration(message=recovered, generation_info=generation.generation_info)
-        )
+        message = generation.message
+        if isinstance(message, AIMessage):
+            recovered = recover_tool_calls(message, offered, model_call=model_call)
+            if recovered is not None:
+                logger.info("tool call read back from the reply's text: %s", recovered.tool_calls)
+                generation = ChatGeneration(
+                    message=recovered, generation_info=generation.generation_info
+                )
+        generations.append(generation)
     return result.model_copy(update={"generations": generations})
 
 
@@ -236,12 +226,9 @@ class RoleChatOpenAI(ChatOpenAI):
 class ModelRoles(Closing):
     """`ChatModelProvider` backed by OpenAI-compatible endpoints (vLLM, llama.cpp, hosted APIs).
 
-    Embedded roles use ``engine_url``: the `LocalEngine`'s base URL, or a mapping from each
-    embedded model (`RoleSettings.engine_model`) to its engine's. A role's models share its httpx
-    clients, which with the model's callback feed the `UsageLedger`. ``engine_slots`` maps an
-    engine's base URL to its slots (`LocalEngine.slots`), whose chat requests are then pinned
-    (`slot_pinning`). API keys are read from ``env`` (default ``os.environ``); ``transport`` /
-    ``async_transport`` replace the network layer. Close it to release the HTTP connections.
+    Embedded roles use ``engine_url``: the `LocalEngine`'s base URL, or one per embedded model
+    (`RoleSettings.engine_model`). ``engine_slots`` maps an engine's base URL to its slots, whose
+    chat requests are then pinned (`slot_pinning`). API keys are read from ``env``.
     """
 
     def __init__(
@@ -266,7 +253,6 @@ class ModelRoles(Closing):
             for url, slots in (engine_slots or {}).items()
         )
         self._sync_clients: dict[RoleName, httpx.Client] = {}
-        self._embedded_engine: str | None = None  # resolved once, for `tool_transcript`
         self._token_counters: dict[RoleName, ServerTokenCounter] = {}
         # An httpx.AsyncClient is bound to the event loop it first ran on, so async clients are
         # kept per running loop (a later asyncio.run gets fresh ones).
@@ -305,17 +291,13 @@ class ModelRoles(Closing):
             )
         return url
 
-    def _engine_of(self, role: RoleName) -> str | None:
-        """The embedded engine serving ``role`` (None for a remote role; ``none`` when no
-        engine could start here)."""
-        if not self.settings(role).embedded:
-            return None
-        if self._embedded_engine is None:
-            try:
-                self._embedded_engine = choose_engine(self.config.engine).name
-            except EngineError:
-                self._embedded_engine = "none"
-        return self._embedded_engine
+    @functools.cached_property
+    def _engine_found(self) -> bool:
+        try:
+            choose_engine(self.config.engine)
+        except EngineError:
+            return False
+        return True
 
     def prefix_reloads(self) -> int:
         """Chat requests whose agent prefix had lost its engine slot to another prefix: more
@@ -323,8 +305,7 @@ class ModelRoles(Closing):
         return sum(pinning.affinity.reloads for pinning in self._pinnings)
 
     def tool_transcript(self, role: RoleName) -> Transcript:
-        """The role's tool transcript (``auto``: ``native``, which every supported server
-        renders)."""
+        """The role's tool transcript (``auto``: ``native``, which every server renders)."""
         setting = self.settings(role).tool_transcript
         return "native" if setting == "auto" else setting
 
@@ -336,11 +317,12 @@ class ModelRoles(Closing):
         return "json_schema" if settings.embedded else "tool_choice"
 
     def structured_method(self, role: RoleName) -> StructuredMethod:
-        """The role's structured-output method, with ``auto`` resolved by engine."""
-        setting = self.settings(role).structured_method
-        if setting != "auto":
-            return setting
-        return _AUTO_STRUCTURED.get(self._engine_of(role), "function_calling")
+        """The role's structured-output method; ``auto`` is ``json_schema`` on an embedded engine
+        that can start here (both engines enforce it), else function calling."""
+        settings = self.settings(role)
+        if settings.structured_method != "auto":
+            return settings.structured_method
+        return "json_schema" if settings.embedded and self._engine_found else "function_calling"
 
     def api_key(self, role: RoleName) -> str:
         """The API key for this role: from its named variable, or a placeholder."""
@@ -366,32 +348,27 @@ class ModelRoles(Closing):
         """A `ChatOpenAI` for the role; ``sampling`` and ``max_tokens`` override the role's
         defaults. Its ``metadata`` carries what `structured_call` and the team read."""
         settings = self.settings(role)
-        base_url = self.base_url(role)
-        api_key = self.api_key(role)
         chosen = sampling or SamplingSettings(
             temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k
         )
         cap = max_tokens or settings.max_tokens
-        extra_body: dict[str, Any] = {}
-        if settings.legacy_max_tokens:
-            extra_body["max_tokens"] = cap
-        if chosen.top_k is not None:
-            extra_body["top_k"] = chosen.top_k
-        template_kwargs = settings.chat_template_kwargs(self.config.model_name(role))
-        if template_kwargs is not None:
-            extra_body["chat_template_kwargs"] = template_kwargs
+        extra = {
+            "max_tokens": cap if settings.legacy_max_tokens else None,
+            "top_k": chosen.top_k,
+            "chat_template_kwargs": settings.chat_template_kwargs(self.config.model_name(role)),
+        }
         sync_client, async_client = self._http_clients(role)
         return RoleChatOpenAI(
             model=settings.model,
-            base_url=base_url,
-            api_key=SecretStr(api_key),
+            base_url=self.base_url(role),
+            api_key=SecretStr(self.api_key(role)),
             temperature=chosen.temperature,
             top_p=chosen.top_p,
             seed=chosen.seed,
             max_tokens=cap,  # type: ignore[call-arg]
             timeout=settings.timeout_s,
             max_retries=settings.max_retries,
-            extra_body=extra_body or None,
+            extra_body={name: value for name, value in extra.items() if value is not None} or None,
             callbacks=[self.ledger.callback(role)],
             http_client=sync_client,
             http_async_client=async_client,
@@ -426,15 +403,13 @@ class ModelRoles(Closing):
             if self._pinnings:
                 inner = transport or httpx.HTTPTransport(limits=limits)
                 transport = SlotPinningTransport(self._pinnings, inner)
-            sync_client = httpx.Client(
+            sync_client = self._sync_clients[role] = httpx.Client(
                 event_hooks={"request": [on_request]}, transport=transport, **options
             )
-            self._sync_clients[role] = sync_client
         try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        per_loop = self._async_clients.setdefault(loop, {}) if loop is not None else {}
+            per_loop = self._async_clients.setdefault(asyncio.get_running_loop(), {})
+        except RuntimeError:  # no running loop: a client for this call only
+            per_loop = {}
         async_client = per_loop.get(role)
         if async_client is None:
             async_transport = self._async_transport
@@ -442,10 +417,9 @@ class ModelRoles(Closing):
                 # One inner transport per client: its connections belong to this event loop.
                 async_inner = async_transport or httpx.AsyncHTTPTransport(limits=limits)
                 async_transport = AsyncSlotPinningTransport(self._pinnings, async_inner)
-            async_client = httpx.AsyncClient(
+            async_client = per_loop[role] = httpx.AsyncClient(
                 event_hooks={"request": [on_async_request]}, transport=async_transport, **options
             )
-            per_loop[role] = async_client
         return sync_client, async_client
 
     def token_counter(self, role: RoleName) -> TokenCounter:
@@ -453,14 +427,13 @@ class ModelRoles(Closing):
         counter = self._token_counters.get(role)
         if counter is None:
             settings = self.settings(role)
-            counter = ServerTokenCounter(
+            counter = self._token_counters[role] = ServerTokenCounter(
                 self.base_url(role),
                 settings.model,
                 api_key=self.api_key(role),
                 timeout_s=settings.timeout_s,
                 transport=self._transport,
             )
-            self._token_counters[role] = counter
         return counter
 
     def close(self) -> None:
