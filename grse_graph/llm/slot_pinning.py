@@ -1,22 +1,10 @@
-"""Pin each agent's prompt prefix to one llama.cpp server slot, and keep greedy answers
-repeatable, with ordinary chat requests only.
-
-The server keeps ``n_parallel`` slots, each with its own prompt cache, and a team alternates
-agents whose fixed prefixes (role, skills, tools) differ. So every chat request names its slot
-(``id_slot``): the one that last served the same prefix key (its tools and first message), else
-the least recently used; each prefix is computed once per slot, not once per question.
-
-Repeatable answers (``repeatable=True``): greedy output on llama.cpp depends slightly on which
-part of a prompt came from the cache and on what shares a batch. So one chat request runs at a
-time (a gate), each preceded on its slot by its key's priming request (`priming_body`), computed
-from scratch (``cache_prompt: false``) when the slot last served another key. The real request
-then reuses exactly the part it shares with the priming prompt, computed the same way every
-time: it answers the same whatever was served before and at any concurrency. The extra samples
-of an ``n`` > 1 request run on other slots (llama.cpp copies the prompt there), which then count
-as unprepared. Without ``repeatable`` requests are pinned but neither primed nor gated.
-
-Priming requests are engine upkeep, below the clients' accounting. Everything travels in chat
-request bodies, so it works against any llama.cpp server, not only the embedded one.
+"""Pin each agent's prompt prefix to one llama.cpp server slot (``id_slot``: the slot that last
+served the same tools and first message, else the least recently used) and, with ``repeatable``,
+keep greedy answers repeatable: one chat request at a time, each preceded on its slot by a
+priming request of its prefix. docs/ENGINE.md ("Slots and repeatable answers") says why this
+makes greedy answers independent of history and concurrency. Priming requests are engine
+upkeep, below the clients' accounting; everything travels in ordinary chat request bodies, so
+it works against any llama.cpp server.
 """
 
 from __future__ import annotations
@@ -44,9 +32,7 @@ def _chat_payload(body: bytes) -> dict[str, Any] | None:
         payload = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
-    if not isinstance(payload, dict):
-        return None
-    messages = payload.get("messages")
+    messages = payload.get("messages") if isinstance(payload, dict) else None
     return payload if isinstance(messages, list) and messages else None
 
 
@@ -60,17 +46,16 @@ def priming_body(payload: dict[str, Any], slot: int, *, from_scratch: bool) -> d
     """The priming request of a chat request's prefix on ``slot``: its model, tools and first
     message, then `PRIMING_TEXT` as the user's turn, greedy, one token; computed without the
     slot's cache when ``from_scratch``."""
-    priming: dict[str, Any] = {
+    tools = {"tools": payload["tools"]} if payload.get("tools") else {}
+    return {
         "model": payload.get("model"),
         "messages": [payload["messages"][0], {"role": "user", "content": PRIMING_TEXT}],
         "max_tokens": 1,
         "temperature": 0.0,
         "id_slot": slot,
         "cache_prompt": not from_scratch,
+        **tools,
     }
-    if payload.get("tools"):
-        priming["tools"] = payload["tools"]
-    return priming
 
 
 class SlotAffinity:
@@ -79,8 +64,6 @@ class SlotAffinity:
     again: more than a few mean more prefixes than ``[engine] n_parallel``). Thread-safe."""
 
     def __init__(self, slots: int) -> None:
-        if slots < 1:
-            raise ValueError("a server needs at least one slot")
         self._slot_of: dict[str, int] = {}
         self._evicted: set[str] = set()
         self._last_use = [0] * slots
@@ -198,8 +181,10 @@ class _ReleaseOnce:
                 self._gate = None
 
 
-class _GatedStream(httpx.SyncByteStream):
-    def __init__(self, inner: httpx.SyncByteStream, release: _ReleaseOnce) -> None:
+class _GatedStream(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A response body, sync or async like the inner one, that opens the gate once done."""
+
+    def __init__(self, inner: Any, release: _ReleaseOnce) -> None:
         self._inner = inner
         self._release = release
 
@@ -214,12 +199,6 @@ class _GatedStream(httpx.SyncByteStream):
             self._inner.close()
         finally:
             self._release()
-
-
-class _AsyncGatedStream(httpx.AsyncByteStream):
-    def __init__(self, inner: httpx.AsyncByteStream, release: _ReleaseOnce) -> None:
-        self._inner = inner
-        self._release = release
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
@@ -240,10 +219,7 @@ def _gated(response: httpx.Response, release: _ReleaseOnce) -> httpx.Response:
     already in memory: nothing of the server's is left to wait for)."""
     if isinstance(response.stream, httpx.ByteStream):
         release()
-    elif isinstance(response.stream, httpx.AsyncByteStream):
-        response.stream = _AsyncGatedStream(response.stream, release)
     else:
-        assert isinstance(response.stream, httpx.SyncByteStream)
         response.stream = _GatedStream(response.stream, release)
     return response
 
