@@ -1,13 +1,8 @@
-"""The embedded local engine: llama.cpp's own OpenAI-compatible server on loopback.
+"""The embedded local engine: llama.cpp's own OpenAI-compatible server on loopback (docs/ENGINE.md).
 
-`LocalEngine` resolves the model file, chooses the engine (`choose_engine`: a user's own
-``llama-server`` or the ``xllamacpp`` wheel's server, run by `grse_graph.llm.xllamacpp_server`,
-with the same flags), starts it on a free port, waits until ``/v1/models`` answers and stops it
-on exit. On Linux the child dies with the thread that started it (see `childproc`): start the
-engine from a thread that lives as long as the engine should, the main one normally.
-
-Prefix reuse: the server prints per task (at trace verbosity) ``cached n_tokens = N`` and
-``prompt eval time = X ms / M tokens``; `prompt_eval_stats` sums those lines from the log.
+On Linux the child dies with the thread that started it (see `childproc`): start the engine from
+a thread that lives as long as the engine should, the main one normally. `prompt_eval_stats`
+sums the server's per-task log lines (trace verbosity) to measure prefix reuse.
 """
 
 from __future__ import annotations
@@ -162,10 +157,10 @@ def parse_prompt_eval_stats(log_text: str) -> PromptEvalStats:
     )
 
 
-def _started(value: V | None) -> V:
-    """What `start` set (EngineError while the engine is not started)."""
+def require_started(value: V | None, what: str = "the local engine") -> V:
+    """What `start` set (EngineError while ``what`` is not started)."""
     if value is None:
-        raise EngineError("the local engine is not started")
+        raise EngineError(f"{what} is not started")
     return value
 
 
@@ -199,17 +194,17 @@ class LocalEngine(Started):
     @property
     def base_url(self) -> str:
         """OpenAI-compatible base URL of the running engine."""
-        return f"http://{self.settings.host}:{_started(self._port)}/v1"
+        return f"http://{self.settings.host}:{require_started(self._port)}/v1"
 
     @property
     def engine_name(self) -> ConcreteEngine:
         """``xllamacpp`` or ``llama-server``."""
-        return _started(self._choice).name
+        return require_started(self._choice).name
 
     @property
     def model_path(self) -> Path:
         """The GGUF file being served."""
-        return _started(self._model_path)
+        return require_started(self._model_path)
 
     @property
     def slots(self) -> int:
@@ -219,12 +214,12 @@ class LocalEngine(Started):
     @property
     def pid(self) -> int:
         """Process id of the engine."""
-        return _started(self._process).pid
+        return require_started(self._process).pid
 
     @property
     def log_path(self) -> Path:
         """The file the engine's stdout and stderr go to."""
-        return _started(self._log_path)
+        return require_started(self._log_path)
 
     def start(self) -> LocalEngine:
         """Resolve the model, start the engine and wait until it answers (stopping it and
@@ -274,7 +269,7 @@ class LocalEngine(Started):
             return EngineError(f"{self.engine_name} {what}; log {self.log_path}: {self.log_tail()}")
 
         timeout_s = self.settings.startup_timeout_s
-        wait_until_answering(url, _started(self._process), timeout_s, failure)
+        wait_until_answering(url, require_started(self._process), timeout_s, failure)
 
     def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
         """The last log lines joined with `` | `` (for one-line error messages)."""
