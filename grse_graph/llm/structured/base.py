@@ -1,17 +1,15 @@
-"""The seam every structured-output method implements, and what the methods share."""
+"""What the structured-output methods share: their request and reply shapes and the schema text."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
-
-from grse_graph.llm.config import StructuredMethod
 
 MAX_SHOWN_CHARS = 4000
 """Most characters of a bad reply shown back to the model in the repair round."""
@@ -37,35 +35,6 @@ class ReplyText:
     json_text: str
     shown: str
     problem_without_json: str = ""  # said when json_text holds no JSON object
-
-
-class StructuredOutputMethod(Protocol):
-    """One way to get a schema object from a chat model (see `registry.METHODS`)."""
-
-    @property
-    def name(self) -> StructuredMethod:
-        """The name roles select the method by (``RoleSettings.structured_method``)."""
-        ...
-
-    @property
-    def enforces_schema(self) -> bool:
-        """True when the engine constrains the reply by the schema (a grammar): only then does a
-        schema narrowed to the valid names pay for its prompt tokens."""
-        ...
-
-    def request(
-        self, model: BaseChatModel, schema: type[BaseModel], messages: Sequence[BaseMessage]
-    ) -> MethodRequest:
-        """The request for ``schema`` after the caller's ``messages``."""
-        ...
-
-    def reply_text(self, reply: AIMessage, schema: type[BaseModel]) -> ReplyText:
-        """The text to parse out of a (streamed, aggregated) reply."""
-        ...
-
-    def ask_again(self, schema: type[BaseModel]) -> str:
-        """The instruction closing the repair message."""
-        ...
 
 
 def strip_titles(node: object, *, name_map: bool = False) -> object:
