@@ -1,9 +1,6 @@
-"""Token and time accounting per role.
-
-`UsageLedger`, shared by every model of a `ModelRoles`, learns about calls from a LangChain
-callback on each role's model (tokens from ``usage_metadata`` or the raw ``token_usage``, wall
-time) and about HTTP attempts from the role's HTTP clients: every request beyond one per call
-is a retry by the OpenAI client. Calls whose server reports no usage are counted in
+"""Token and time accounting per role. `UsageLedger` learns about calls from a LangChain callback
+on each role's model and about HTTP attempts from the role's HTTP clients: every request beyond
+one per call is a retry by the OpenAI client. Calls whose server reports no usage are counted in
 ``calls_without_usage``, not silently as zero.
 """
 

@@ -20,8 +20,9 @@ import signal
 import subprocess
 import sys
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import IO
+from typing import IO, Self
 
 import httpx
 
@@ -145,3 +146,22 @@ def stop_child(process: subprocess.Popen[bytes] | None, timeout_s: float = 10.0)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=timeout_s)
+
+
+class Started(ABC):
+    """A child server `with` starts on entry and stops on exit, whatever happened inside (left
+    running, it would hold its port and the CPU after the command)."""
+
+    @abstractmethod
+    def start(self) -> Self:
+        """Start the server and return it."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop the server. Safe to call twice."""
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

@@ -22,9 +22,8 @@ from typing import IO, Literal, TypeVar
 
 from grse_graph.errors import EngineError
 from grse_graph.llm.accounting import PromptEvalStats
-from grse_graph.llm.childproc import start_child, stop_child, wait_until_answering
+from grse_graph.llm.childproc import Started, start_child, stop_child, wait_until_answering
 from grse_graph.llm.config import ENGINE_MODEL_ALIAS, EngineSettings
-from grse_graph.llm.lifecycle import Started
 from grse_graph.llm.models import resolve_model
 from grse_graph.llm.xllamacpp_server import ServerLaunch, llama_server_command
 

@@ -14,10 +14,9 @@ from typing import IO
 from pydantic import BaseModel, ConfigDict, Field
 
 from grse_graph.errors import EngineError
-from grse_graph.llm.childproc import start_child, stop_child, wait_until_answering
+from grse_graph.llm.childproc import Started, start_child, stop_child, wait_until_answering
 from grse_graph.llm.config import EngineSettings
 from grse_graph.llm.engine import LocalEngine, free_port, require_started
-from grse_graph.llm.lifecycle import Started
 
 ROUTER_EXECUTABLE = "vllm-router"
 

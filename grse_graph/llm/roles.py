@@ -8,7 +8,7 @@ import logging
 import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import httpx
 import openai
@@ -26,7 +26,6 @@ from grse_graph.llm.accounting import UsageLedger
 from grse_graph.llm.affinity import stamp
 from grse_graph.llm.config import LLMConfig, RoleSettings, StructuredMethod
 from grse_graph.llm.engine import choose_engine
-from grse_graph.llm.lifecycle import Closing
 from grse_graph.llm.provider import ROLES, RoleName, SamplingSettings
 from grse_graph.llm.slot_pinning import (
     AsyncSlotPinningTransport,
@@ -223,7 +222,7 @@ class RoleChatOpenAI(ChatOpenAI):
         return super().bind_tools(tools, tool_choice=tool_choice, **kwargs)
 
 
-class ModelRoles(Closing):
+class ModelRoles:
     """`ChatModelProvider` backed by OpenAI-compatible endpoints (vLLM, llama.cpp, hosted APIs).
 
     Embedded roles use ``engine_url``: the `LocalEngine`'s base URL, or one per embedded model
@@ -444,3 +443,9 @@ class ModelRoles(Closing):
         for counter in self._token_counters.values():
             counter.close()
         self._token_counters.clear()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

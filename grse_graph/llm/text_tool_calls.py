@@ -24,13 +24,10 @@ RECOVERED_ID_PREFIX = "text-call-"
 def _call_objects(text: str) -> list[Any] | None:
     """The JSON values the (stripped) text consists of, or None when it is not only calls."""
     tagged = _TAGGED.findall(text)
-    if tagged:
-        if _TAGGED.sub("", text).strip():
-            return None
-        chunks = tagged
-    else:
-        fenced = _FENCE.match(text)
-        chunks = [fenced.group(1) if fenced else text]
+    if tagged and _TAGGED.sub("", text).strip():
+        return None
+    fenced = _FENCE.match(text)
+    chunks = tagged or [fenced.group(1) if fenced else text]
     values: list[Any] = []
     for chunk in chunks:
         try:

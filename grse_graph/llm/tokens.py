@@ -36,11 +36,6 @@ def approximate_tokens(text: str) -> int:
     return math.ceil(len(text.encode("utf-8")) / BYTES_PER_TOKEN_ESTIMATE)
 
 
-def _server_root(base_url: str) -> str:
-    root = base_url.rstrip("/")
-    return root[: -len("/v1")] if root.endswith("/v1") else root
-
-
 class ServerTokenCounter:
     """Token counts from the server behind `base_url`; once it does not answer its tokenize
     route, `exact` is False and every count is `approximate_tokens`."""
@@ -54,7 +49,7 @@ class ServerTokenCounter:
         timeout_s: float = 30.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.root = _server_root(base_url)
+        self.root = base_url.rstrip("/").removesuffix("/v1")
         self.model = model
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
@@ -75,22 +70,17 @@ class ServerTokenCounter:
 
     def __call__(self, text: str) -> int:
         key = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        if key in self._cache:
-            return self._cache[key]
-        count: int | None = None
-        if self.exact:
-            count = self._ask(text)
-            if count is None:
+        if key not in self._cache:
+            count = self._ask(text) if self.exact else None
+            if count is None and self.exact:
                 self.exact = False
                 logger.warning(
                     "%s has no tokenize route; token counts are estimates (%.0f bytes/token)",
                     self.root,
                     BYTES_PER_TOKEN_ESTIMATE,
                 )
-        if count is None:
-            count = approximate_tokens(text)
-        self._cache[key] = count
-        return count
+            self._cache[key] = approximate_tokens(text) if count is None else count
+        return self._cache[key]
 
     def close(self) -> None:
         """Release the HTTP connection."""

@@ -19,10 +19,7 @@ _PARSERS: tuple[tuple[re.Pattern[str], str], ...] = (
 def tool_call_parser(model: str) -> str | None:
     """vLLM ``--tool-call-parser`` for the model family, or None when unknown."""
     name = model.lower()
-    for pattern, parser in _PARSERS:
-        if pattern.search(name):
-            return parser
-    return None
+    return next((parser for pattern, parser in _PARSERS if pattern.search(name)), None)
 
 
 @dataclass(frozen=True)
