@@ -37,9 +37,8 @@ from grse_graph.llm.structured import (
     STRUCTURED_METHOD_KEY,
     STRUCTURED_STREAM_KEY,
 )
-from grse_graph.llm.text_tool_calls import recover_tool_calls
 from grse_graph.llm.tokens import ServerTokenCounter, TokenCounter
-from grse_graph.llm.tool_transcript import TOOL_TRANSCRIPT_KEY, Transcript
+from grse_graph.llm.tool_transcript import TOOL_TRANSCRIPT_KEY, Transcript, recover_tool_calls
 from grse_graph.llm.transport import (
     acall_with_reply_retries,
     call_with_reply_retries,
@@ -97,7 +96,7 @@ def _forced_call_schema(request: Mapping[str, Any]) -> dict[str, Any] | None:
 
     llama.cpp's server rejects a named ``tool_choice`` and did not constrain "required" with the
     Qwen2.5-Coder and SmolLM2 templates (both answered in prose); its ``json_schema`` field does
-    constrain the reply, which is read back as the call (`grse_graph.llm.text_tool_calls`)."""
+    constrain the reply, which is read back as the call (`grse_graph.llm.tool_transcript`)."""
     functions = _functions(request)
     choice = request.get("tool_choice")
     if isinstance(choice, Mapping) and choice.get("type") == "function":

@@ -1,11 +1,8 @@
-"""Endpoint failures of the one client path, as typed one-line errors.
-
-The OpenAI client retries, with backoff, what is transient on the wire (connections, timeouts,
-408/409/429 and 5xx; ``max_retries`` per role), but not a 200 answer whose body is not a chat
-completion: `call_with_reply_retries` asks again for those. Once the attempts are used up,
-`endpoint_error` names the role, the endpoint and the cause in one line; a 400 (asking again
-cannot help) becomes `ModelRequestRefused`, which callers that can lose one unit of work (a
-critic call) catch. Nothing from httpx or openai reaches the user as a traceback.
+"""Endpoint failures of the one client path, as typed one-line errors. The OpenAI client retries
+what is transient on the wire (``max_retries`` per role) but not a 200 answer whose body is not a
+chat completion: `call_with_reply_retries` asks again for those. A 400 (asking again cannot help)
+becomes `ModelRequestRefused`, which callers that can lose one unit of work (a critic call)
+catch; nothing from httpx or openai reaches the user as a traceback.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The embedded engine's process: llama.cpp's own server from the prebuilt ``xllamacpp`` wheel,
-run as ``python -m grse_graph.llm.xllamacpp_server LAUNCH_JSON`` with the flags a user's own
-``llama-server`` gets (`llama_server_command`), so both serve the same way. For repeatable
-greedy answers (`grse_graph.llm.slot_pinning`) the host-memory prompt cache is off (it would
-restore a slot from a prompt computed another way) and the client chooses the slots.
+"""The embedded engine's process: llama.cpp's server from the prebuilt ``xllamacpp`` wheel, run as
+``python -m grse_graph.llm.xllamacpp_server LAUNCH_JSON`` with the flags a user's own
+``llama-server`` gets (`llama_server_command`; docs/ENGINE.md gives the reason for each).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Pydantic objects from chat models: a registry of methods, lenient parsing, one repair round.
-
-The method is chosen per role (`RoleSettings.structured_method`, carried in the model's
-``metadata`` under `STRUCTURED_METHOD_KEY`; default ``function_calling``); `methods.METHODS`
-holds them: a forced function call or JSON text. Every reply is read leniently (`lenient`) and
-validated; a bounded schema caps the reply (`budget`); a streamed reply is stopped once its tail
-repeats (`find_repetition`, counted as ``runaway_stops``). A failed attempt is shown back to the
-model with its problem once, then `StructuredOutputError`.
+"""Pydantic objects from chat models (`structured_call`): the role's method (`methods`), lenient
+parsing (`lenient`), a reply cap from a bounded schema (`budget`), a streamed reply stopped once
+its tail repeats (counted as ``runaway_stops``), and one repair round that shows the model its
+problem before `StructuredOutputError`.
 """
 
 from grse_graph.llm.structured.base import json_request

@@ -1,18 +1,10 @@
-"""The structured-output methods by name (`METHODS`), and the one a model's metadata selects.
-
-- ``function_calling``: a forced call of a function whose parameters are the schema. llama-server
-  with ``--jinja`` may answer with the JSON as text content instead; that is read as the arguments.
-- The JSON-text methods (`TextJson`) put the schema in a final user message and read the reply's
-  first JSON object: ``json_prompt`` (plain generation), ``json_object`` (``response_format``
-  json_object, a generic JSON grammar), ``json_object_schema`` (the same with the schema
-  attached, a grammar for it where supported), ``json_schema`` (``response_format`` json_schema,
-  enforced by llama-server and vLLM), ``json_grammar`` (the schema only as the grammar, the final
-  message naming just the object and its fields: on the GRSE critic the tool schema was ~1,100 of
-  3,500 prompt tokens and broke the prefix shared across groups, so the role's prompt must
-  describe the fields).
-
-A method ``enforces_schema`` when the engine constrains the reply by the schema (a grammar): only
-then does a schema narrowed to the valid names pay for its prompt tokens.
+"""The structured-output methods by name (`METHODS`; docs/MODELS.md lists them), and the one a
+model's metadata selects. llama-server (``--jinja``) may answer ``function_calling`` with the JSON
+as text content; that is read as the arguments. ``json_grammar`` sends the schema only as the
+grammar and names just the object and its fields: on the GRSE critic the tool schema was ~1,100
+of 3,500 prompt tokens and broke the prefix shared across groups (the role's prompt must describe
+the fields). A method ``enforces_schema`` when the engine constrains the reply by the schema:
+only then does a schema narrowed to the valid names pay for its prompt tokens.
 """
 
 from __future__ import annotations
