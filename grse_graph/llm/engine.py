@@ -118,41 +118,30 @@ def build_engine_command(choice: EngineChoice, launch: ServerLaunch) -> list[str
     """The command line that starts the chosen engine."""
     if choice.name == "llama-server":
         return llama_server_command(choice.executable, launch)
-    module = "grse_graph.llm.xllamacpp_server"
-    return [choice.executable, "-m", module, launch.model_dump_json()]
+    return [choice.executable, "-m", "grse_graph.llm.xllamacpp_server", launch.model_dump_json()]
 
 
 def free_port(host: str) -> int:
     """A port that is free on ``host`` right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
-        port: int = probe.getsockname()[1]
-        return port
+        return int(probe.getsockname()[1])
 
 
 def parse_prompt_eval_stats(log_text: str) -> PromptEvalStats:
     """Sum the server's per-completion timing lines and the tokens its slots kept from their
     caches. Every sample of an ``n`` > 1 request is a completion; its prompt counts once."""
-    completions = evaluated = reused = generated = 0
-    prompt_ms = generation_ms = 0.0
     children = {match.group(1) for match in _CHILD_TASK.finditer(log_text)}
-    for match in _PROMPT_EVAL.finditer(log_text):
-        completions += 1
-        if match.group(1) is None or match.group(1) not in children:
-            prompt_ms += float(match.group(2))
-            evaluated += int(match.group(3))
-    for match in _GENERATION.finditer(log_text):
-        generation_ms += float(match.group(1))
-        generated += int(match.group(2))
-    for match in _SLOT_CACHED.finditer(log_text):
-        reused += int(match.group(1))
+    prompts = list(_PROMPT_EVAL.finditer(log_text))
+    parents = [match for match in prompts if match.group(1) not in children]
+    generations = list(_GENERATION.finditer(log_text))
     return PromptEvalStats(
-        completions=completions,
-        evaluated_prompt_tokens=evaluated,
-        reused_prompt_tokens=reused,
-        prompt_eval_ms=prompt_ms,
-        generated_tokens=generated,
-        generation_ms=generation_ms,
+        completions=len(prompts),
+        evaluated_prompt_tokens=sum(int(match.group(3)) for match in parents),
+        reused_prompt_tokens=sum(int(match.group(1)) for match in _SLOT_CACHED.finditer(log_text)),
+        prompt_eval_ms=sum(float(match.group(2)) for match in parents),
+        generated_tokens=sum(int(match.group(2)) for match in generations),
+        generation_ms=sum(float(match.group(1)) for match in generations),
     )
 
 

@@ -12,7 +12,6 @@ from typing import Any, Literal, Self
 
 import httpx
 import openai
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
@@ -99,12 +98,11 @@ def _forced_call_schema(request: Mapping[str, Any]) -> dict[str, Any] | None:
     constrain the reply, which is read back as the call (`grse_graph.llm.tool_transcript`)."""
     functions = _functions(request)
     choice = request.get("tool_choice")
+    function = None
     if isinstance(choice, Mapping) and choice.get("type") == "function":
         function = functions.get(str(choice.get("function", {}).get("name")))
     elif choice == "required" and len(functions) == 1:
         function = next(iter(functions.values()))
-    else:
-        return None
     if function is None:
         return None
     parameters = function.get("parameters") or {"type": "object"}
@@ -139,20 +137,14 @@ class RoleChatOpenAI(ChatOpenAI):
         # "required": the schema names the function; a named choice the server would reject.
         return {**kwargs, "tool_choice": "required", "extra_body": {**extra, "json_schema": schema}}
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    # The overrides pass stop, run_manager and the request's options through as LangChain gave
+    # them (by keyword), reading only the request's tools.
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
         kwargs = self._with_forced_call_schema(kwargs)
 
         def attempt() -> ChatResult:
             try:
-                result = super(RoleChatOpenAI, self)._generate(
-                    messages, stop=stop, run_manager=run_manager, **kwargs
-                )
+                result = super(RoleChatOpenAI, self)._generate(messages, *args, **kwargs)
             except openai.LengthFinishReasonError as capped:
                 # With a ``response_format`` openai's ``parse()`` raises for a reply that hit
                 # its cap (it crashed `grse demo` when the optimizer's induce ran to its cap);
@@ -163,19 +155,13 @@ class RoleChatOpenAI(ChatOpenAI):
         return call_with_reply_retries(attempt, **self._endpoint())
 
     async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> ChatResult:
         kwargs = self._with_forced_call_schema(kwargs)
 
         async def attempt() -> ChatResult:
             try:
-                result = await super(RoleChatOpenAI, self)._agenerate(
-                    messages, stop=stop, run_manager=run_manager, **kwargs
-                )
+                result = await super(RoleChatOpenAI, self)._agenerate(messages, *args, **kwargs)
             except openai.LengthFinishReasonError as capped:
                 result = self._create_chat_result(capped.completion)
             return _with_text_tool_calls(result, messages, kwargs)
@@ -183,29 +169,19 @@ class RoleChatOpenAI(ChatOpenAI):
         return await acall_with_reply_retries(attempt, **self._endpoint())
 
     def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> Iterator[ChatGenerationChunk]:
         kwargs = self._with_forced_call_schema(kwargs)
         # A stream cannot be asked for again once chunks went out: translated, not retried.
         with endpoint_errors_translated(**self._endpoint()):
-            yield from super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
+            yield from super()._stream(messages, *args, **kwargs)
 
     async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> AsyncIterator[ChatGenerationChunk]:
         kwargs = self._with_forced_call_schema(kwargs)
         with endpoint_errors_translated(**self._endpoint()):
-            async for chunk in super()._astream(
-                messages, stop=stop, run_manager=run_manager, **kwargs
-            ):
+            async for chunk in super()._astream(messages, *args, **kwargs):
                 yield chunk
 
     def bind_tools(
