@@ -15,7 +15,7 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
@@ -80,10 +80,7 @@ class UsageReport(BaseModel):
     @property
     def total(self) -> RoleUsage:
         """Sum over roles."""
-        result = RoleUsage()
-        for usage in self.roles.values():
-            result = result + usage
-        return result
+        return sum(self.roles.values(), RoleUsage())
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -240,14 +237,7 @@ class _RoleCallback(BaseCallbackHandler):
         self._ledger = ledger
         self._role = role
 
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> None:
+    def on_chat_model_start(self, *args: Any, run_id: UUID, **kwargs: Any) -> None:
         self._ledger._start(self._role, run_id)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:

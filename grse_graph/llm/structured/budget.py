@@ -25,7 +25,6 @@ BUDGET_OVERHEAD_TOKENS = 32
 """Tokens added for an opening code fence, a stop token and similar framing."""
 
 _SCALAR_CHARS = {"integer": 20, "number": 24, "boolean": 5, "null": 4}
-_COMBINERS = ("anyOf", "oneOf")
 
 
 def _resolve(node: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -47,7 +46,7 @@ def _max_chars(node: Mapping[str, Any], root: Mapping[str, Any], depth: int = 0)
         return len(json.dumps(node["const"]))
     if "enum" in node:
         return max((len(json.dumps(value)) for value in node["enum"]), default=2)
-    for combiner in (*_COMBINERS, "allOf"):
+    for combiner in ("anyOf", "oneOf", "allOf"):
         if combiner in node:
             sizes = [_max_chars(variant, root, depth + 1) for variant in node[combiner]]
             if any(size is None for size in sizes):
@@ -87,8 +86,7 @@ def _max_chars(node: Mapping[str, Any], root: Mapping[str, Any], depth: int = 0)
 
 def schema_token_budget(schema: type[BaseModel] | Mapping[str, Any]) -> int | None:
     """Tokens the largest object of ``schema`` needs (with `BUDGET_MARGIN` and
-    `BUDGET_OVERHEAD_TOKENS`), or None when the schema bounds no size (see the module
-    docstring)."""
+    `BUDGET_OVERHEAD_TOKENS`), or None when the schema bounds no size."""
     document = schema.model_json_schema() if isinstance(schema, type) else schema
     chars = _max_chars(document, document)
     if chars is None:
