@@ -251,12 +251,22 @@ def load_config(
     environment = os.environ if env is None else env
     merged: dict[str, dict[str, object]] = {section: {} for section in _SECTIONS}
     sources: dict[tuple[str, str], str] = {}
-    merged["engine"]["cache_dir"] = default_cache_dir(environment)
-    sources[("engine", "cache_dir")] = "GRSE_CACHE_DIR or default"
+
+    def put(section: str, field: str, value: object, origin: str) -> None:
+        schema = _SECTIONS.get(section)
+        if schema is None:
+            raise ConfigError(f"{origin}: unknown section {section!r}")
+        if field not in schema.model_fields:
+            raise ConfigError(f"{origin}: unknown key {section}.{field}")
+        if section in ROLES and field in {"base_url", "api_key_env"} and isinstance(value, str):
+            value = None if value.strip().lower() in _EMBEDDED_MARKERS else value
+        merged[section][field] = value
+        sources[(section, field)] = origin
+
+    put("engine", "cache_dir", default_cache_dir(environment), "GRSE_CACHE_DIR or default")
 
     if toml_path is not None:
-        document = _read_toml(toml_path)
-        for section, table in document.items():
+        for section, table in _read_toml(toml_path).items():
             if section in OTHER_SECTIONS:
                 continue
             if section not in _SECTIONS:
@@ -264,13 +274,13 @@ def load_config(
             if not isinstance(table, dict):
                 raise ConfigError(f"{toml_path}: [{section}] must be a table")
             for field, value in table.items():
-                _set(merged, sources, section, field, value, f"{toml_path} [{section}]")
+                put(section, field, value, f"{toml_path} [{section}]")
 
     for section, schema in _SECTIONS.items():
         for field in schema.model_fields:
             name = f"GRSE_{section.upper()}_{field.upper()}"
             if name in environment:
-                _set(merged, sources, section, field, environment[name], f"env {name}")
+                put(section, field, environment[name], f"env {name}")
 
     for key, value in (overrides or {}).items():
         if value is None:
@@ -278,7 +288,7 @@ def load_config(
         section, _, field = key.partition(".")
         if not field:
             raise ConfigError(f"override {key!r}: expected 'section.field'")
-        _set(merged, sources, section, field, value, f"override {key}")
+        put(section, field, value, f"override {key}")
 
     for role in ROLES:
         if (role, "max_tokens") not in sources:
@@ -297,21 +307,3 @@ def load_config(
 
         raise ConfigError(f"config {describe_validation_error(error, origin=origin)}") from error
 
-
-def _set(
-    merged: dict[str, dict[str, object]],
-    sources: dict[tuple[str, str], str],
-    section: str,
-    field: str,
-    value: object,
-    origin: str,
-) -> None:
-    schema = _SECTIONS.get(section)
-    if schema is None:
-        raise ConfigError(f"{origin}: unknown section {section!r}")
-    if field not in schema.model_fields:
-        raise ConfigError(f"{origin}: unknown key {section}.{field}")
-    if section in ROLES and field in {"base_url", "api_key_env"} and isinstance(value, str):
-        value = None if value.strip().lower() in _EMBEDDED_MARKERS else value
-    merged[section][field] = value
-    sources[(section, field)] = origin

@@ -106,23 +106,19 @@ def build_description() -> str:
     )
 
 
-def serve(launch: ServerLaunch) -> None:
-    """Serve until SIGTERM or SIGINT."""
+def main(argv: list[str]) -> int:
+    """Serve the launch given as JSON until SIGTERM or SIGINT."""
+    if len(argv) != 1:
+        print("usage: python -m grse_graph.llm.xllamacpp_server LAUNCH_JSON", file=sys.stderr)
+        return 2
     import xllamacpp
 
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    server = xllamacpp.Server(common_params(launch))
+    server = xllamacpp.Server(common_params(ServerLaunch.model_validate_json(argv[0])))
     print(f"grse: xllamacpp serving at {server.listening_address}", file=sys.stderr, flush=True)
     stop.wait()
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m grse_graph.llm.xllamacpp_server LAUNCH_JSON", file=sys.stderr)
-        return 2
-    serve(ServerLaunch.model_validate_json(argv[0]))
     return 0
 
 

@@ -21,13 +21,7 @@ from pydantic import BaseModel
 
 from grse_graph.errors import ConfigError
 from grse_graph.llm.config import SchemaNarrowing, StructuredMethod
-from grse_graph.llm.structured.base import (
-    MAX_SHOWN_CHARS,
-    MethodRequest,
-    ReplyText,
-    compact_schema,
-    json_request,
-)
+from grse_graph.llm.structured.base import MethodRequest, ReplyText, compact_schema, json_request
 
 STRUCTURED_METHOD_KEY = "grse_structured_method"
 """Model ``metadata`` key: the role's structured-output method."""
@@ -61,19 +55,12 @@ class FunctionCalling:
         calls = _call_arguments(reply)
         text = reply.text if isinstance(reply.content, (str, list)) else ""
         shown_parts = [f"{name}({arguments})" for name, arguments in calls]
-        if text:
-            shown_parts.append(text)
-        shown = ("\n".join(shown_parts) or "(empty reply without a function call)")[
-            :MAX_SHOWN_CHARS
-        ]
+        shown = "\n".join([*shown_parts, text] if text else shown_parts)
         for name, arguments in calls:
             if _names_function(name, schema.__name__):
                 return ReplyText(arguments, shown)
-        return ReplyText(
-            text,
-            shown,
-            problem_without_json=f"the reply did not call the function {schema.__name__}",
-        )
+        problem = f"the reply did not call the function {schema.__name__}"
+        return ReplyText(text, shown or "(empty reply without a function call)", problem)
 
     def ask_again(self, schema: type[BaseModel]) -> str:
         return (
@@ -140,7 +127,7 @@ class TextJson:
 
     def reply_text(self, reply: AIMessage, schema: type[BaseModel]) -> ReplyText:
         text = reply.text
-        return ReplyText(text, text[:MAX_SHOWN_CHARS] or "(empty reply)")
+        return ReplyText(text, text or "(empty reply)")
 
     def ask_again(self, schema: type[BaseModel]) -> str:
         return (
