@@ -4,7 +4,6 @@ its tail repeats (counted as ``runaway_stops``), and one repair round that shows
 problem before `StructuredOutputError`.
 """
 
-from grse_graph.llm.structured.base import json_request
 from grse_graph.llm.structured.budget import schema_token_budget
 from grse_graph.llm.structured.call import (
     STRUCTURED_STREAM_KEY,
@@ -21,6 +20,7 @@ from grse_graph.llm.structured.methods import (
     SCHEMA_NARROWING_KEY,
     STRUCTURED_METHOD_KEY,
     enforces_schema,
+    json_request,
     schema_narrowing,
     structured_method,
 )

@@ -16,10 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grse_graph.errors import RunawayGenerationStopped, StructuredOutputError
 from grse_graph.llm.config import StructuredMethod
-from grse_graph.llm.structured.base import MAX_SHOWN_CHARS, MethodRequest
 from grse_graph.llm.structured.budget import schema_token_budget
 from grse_graph.llm.structured.lenient import parse_json_object
-from grse_graph.llm.structured.methods import METHODS, StructuredOutputMethod, structured_method
+from grse_graph.llm.structured.methods import (
+    MAX_SHOWN_CHARS,
+    METHODS,
+    StructuredOutputMethod,
+    structured_method,
+)
 from grse_graph.llm.transport import refusals_translated
 from grse_graph.validation_text import describe_validation_error
 
