@@ -170,8 +170,7 @@ class UsageLedger:
         return _RoleCallback(self, role)
 
     def attach_engine_stats(self, source: Callable[[], PromptEvalStats]) -> None:
-        """Include the embedded engine's prompt statistics (e.g. ``engine.prompt_eval_stats``)
-        in every report."""
+        """Include the engine's prompt statistics (``engine.prompt_eval_stats``) in reports."""
         self._engine_stats = source
 
     def report(self) -> UsageReport:

@@ -41,8 +41,7 @@ _EMBEDDED_MARKERS = frozenset({"", "embedded", "local"})
 
 
 class ModelPreset(NamedTuple):
-    """A model family's training top-k in the paper and whether its chat template has a thinking
-    mode (switched with ``enable_thinking``)."""
+    """A family's training top-k (the paper's) and whether its template has a thinking mode."""
 
     top_k: int
     has_thinking: bool = False
@@ -165,8 +164,7 @@ class EngineSettings(BaseModel):
 
 
 class LLMConfig(BaseModel):
-    """The three roles and the embedded engine. Defaults: everything on the embedded engine,
-    with the paper's generation caps (actor 4,096, critic 4,000, optimizer 1,200 tokens)."""
+    """The three roles and the embedded engine (default caps: the paper's 4,096 / 4,000 / 1,200)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

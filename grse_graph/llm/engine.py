@@ -153,8 +153,7 @@ def require_started(value: V | None, what: str = "the local engine") -> V:
 
 
 class LocalEngine(Started):
-    """Start and stop the embedded engine; a context manager (or `start` / `stop`). Serve
-    requests as ``model`` `model_alias`."""
+    """Start and stop the embedded engine (a context manager); it serves as ``model_alias``."""
 
     def __init__(
         self,
@@ -210,8 +209,7 @@ class LocalEngine(Started):
         return require_started(self._log_path)
 
     def start(self) -> LocalEngine:
-        """Resolve the model, start the engine and wait until it answers (stopping it and
-        raising `EngineError` if it exits or does not answer within ``startup_timeout_s``)."""
+        """Start the engine and wait until it answers (else `EngineError`, the engine stopped)."""
         self._launch()
         try:
             self._poll_ready()

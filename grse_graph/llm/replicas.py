@@ -75,8 +75,7 @@ def find_router() -> str:
 
 
 class LocalReplicas(Started):
-    """N embedded engines on loopback, the cores shared among them, behind ``vllm-router``;
-    a context manager. `base_url` is the router's (put it in a role's ``base_url``)."""
+    """N embedded engines sharing the cores behind ``vllm-router``; `base_url` is the router's."""
 
     def __init__(
         self,

@@ -128,8 +128,7 @@ class RoleChatOpenAI(ChatOpenAI):
         }
 
     def _with_forced_call_schema(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """``kwargs`` with a required call's schema in ``extra_body`` where the role's server
-        needs it (see `_forced_call_schema`)."""
+        """``kwargs`` with a required call's schema in ``extra_body`` where the server needs it."""
         schema = _forced_call_schema(kwargs)
         if schema is None or not (self.metadata or {}).get(FORCED_CALL_BY_SCHEMA_KEY):
             return kwargs

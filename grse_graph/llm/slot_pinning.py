@@ -99,8 +99,7 @@ class PinnedRequest:
 
 
 class SlotPinning:
-    """The slots of one llama.cpp server at ``base_url``: the prefix affinity, the gate and,
-    with ``repeatable``, the key each slot was last primed for."""
+    """One llama.cpp server's slots: the prefix affinity, the gate and each slot's primed key."""
 
     def __init__(self, base_url: str, slots: int, *, repeatable: bool) -> None:
         self.url = httpx.URL(base_url)
@@ -215,8 +214,7 @@ class _GatedStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 
 
 def _gated(response: httpx.Response, release: _ReleaseOnce) -> httpx.Response:
-    """``response`` whose body releases the gate once read or closed (at once when the body is
-    already in memory: nothing of the server's is left to wait for)."""
+    """``response`` whose body opens the gate once read or closed (at once if already read)."""
     if isinstance(response.stream, httpx.ByteStream):
         release()
     else:
@@ -229,8 +227,7 @@ def _pinning_of(pinnings: Sequence[SlotPinning], url: httpx.URL) -> SlotPinning 
 
 
 class SlotPinningTransport(httpx.BaseTransport):
-    """A sync transport that pins the chat completions of each of ``pinnings``' servers (see
-    the module); every other request goes to ``inner`` unchanged."""
+    """Pins the chat completions of ``pinnings``' servers; other requests go to ``inner`` as is."""
 
     def __init__(self, pinnings: Sequence[SlotPinning], inner: httpx.BaseTransport) -> None:
         self._pinnings = tuple(pinnings)
@@ -259,8 +256,7 @@ class SlotPinningTransport(httpx.BaseTransport):
 
 
 class AsyncSlotPinningTransport(httpx.AsyncBaseTransport):
-    """The async twin of `SlotPinningTransport` (sharing its `SlotPinning`s, one gate per
-    server covers sync and async callers and every event loop)."""
+    """Async `SlotPinningTransport`: one gate per server covers sync, async and every loop."""
 
     def __init__(self, pinnings: Sequence[SlotPinning], inner: httpx.AsyncBaseTransport) -> None:
         self._pinnings = tuple(pinnings)

@@ -74,8 +74,7 @@ def endpoint_error(role: str, base_url: str, attempts: int, error: BaseException
 
 @contextmanager
 def refusals_translated() -> Iterator[None]:
-    """Inside this block an `openai.BadRequestError` (from any chat model, not only the roles')
-    becomes `ModelRequestRefused`."""
+    """An `openai.BadRequestError` of any chat model inside becomes `ModelRequestRefused`."""
     try:
         yield
     except openai.BadRequestError as error:

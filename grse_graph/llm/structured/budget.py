@@ -85,8 +85,7 @@ def _max_chars(node: Mapping[str, Any], root: Mapping[str, Any], depth: int = 0)
 
 
 def schema_token_budget(schema: type[BaseModel] | Mapping[str, Any]) -> int | None:
-    """Tokens the largest object of ``schema`` needs (with `BUDGET_MARGIN` and
-    `BUDGET_OVERHEAD_TOKENS`), or None when the schema bounds no size."""
+    """Tokens the largest object of ``schema`` needs, margins included; None when unbounded."""
     document = schema.model_json_schema() if isinstance(schema, type) else schema
     chars = _max_chars(document, document)
     if chars is None:

@@ -142,8 +142,7 @@ def cap_parameters(model: BaseChatModel, schema: type[BaseModel]) -> dict[str, A
 
 
 class _Streamed:
-    """A streamed reply as it arrives, its text checked for a repeating tail every
-    ``check_every_chars`` new characters (see `RepetitionLimits`)."""
+    """A streamed reply as it arrives, its tail checked for repetition (`RepetitionLimits`)."""
 
     def __init__(self, model: BaseChatModel, limits: RepetitionLimits) -> None:
         self._role = (getattr(model, "metadata", None) or {}).get("grse_role", "model")

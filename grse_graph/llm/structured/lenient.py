@@ -30,8 +30,7 @@ class LenientJson:
 
 
 def _strings(text: str, start: int) -> Iterator[tuple[int, int, bool]]:
-    """(opening quote, index after the closing quote, closed) of each JSON string from
-    ``start``; an unclosed string ends at ``len(text)`` and is the last one."""
+    """(opening quote, index past the closing one, closed) of each JSON string from ``start``."""
     for match in _STRING.finditer(text, start):
         yield match.start(), match.end(), match.group(1) is not None
 
