@@ -58,7 +58,6 @@ MODEL_PRESETS: tuple[tuple[str, ModelPreset], ...] = (
 DEFAULT_TRAINING_TOP_K = 20
 """Training top-k for a model of no known family (the paper's Qwen value)."""
 
-# The embedded engine's named models and the family each belongs to.
 _ENGINE_MODEL_FAMILIES: dict[str, str] = {
     "default": "qwen2.5-coder-0.5b",
     "medium": "qwen2.5-coder-1.5b",
@@ -188,11 +187,9 @@ class LLMConfig(BaseModel):
     def embedded_models(self) -> list[str]:
         """The distinct models of the embedded roles, the actor's (or the engine's) first: one
         engine is started per model."""
-        models = [self.engine.model] if self.role("actor").embedded else []
-        for role in ROLES:
-            if self.role(role).embedded and self.embedded_model(role) not in models:
-                models.append(self.embedded_model(role))
-        return models
+        first = [self.engine.model] if self.role("actor").embedded else []
+        embedded = [self.embedded_model(role) for role in ROLES if self.role(role).embedded]
+        return list(dict.fromkeys(first + embedded))
 
     def model_name(self, role: RoleName) -> str:
         """The name a role's model family is read from: the served model's, or the embedded

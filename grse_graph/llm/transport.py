@@ -40,6 +40,10 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+def _refused(error: BaseException, where: str = "") -> ModelRequestRefused:
+    return ModelRequestRefused(f"{where}the model server refused the request: {_first_line(error)}")
+
+
 def describe(error: BaseException) -> str:
     """What went wrong, in a few words."""
     if isinstance(error, openai.APITimeoutError):
@@ -62,10 +66,7 @@ def describe(error: BaseException) -> str:
 def endpoint_error(role: str, base_url: str, attempts: int, error: BaseException) -> GrseError:
     """The one-line error for a call that failed after `attempts` HTTP attempts."""
     if isinstance(error, openai.BadRequestError):
-        return ModelRequestRefused(
-            f"{role} endpoint {base_url}: the model server refused the request: "
-            f"{_first_line(error)}"
-        )
+        return _refused(error, f"{role} endpoint {base_url}: ")
     return ModelEndpointError(
         f"{role} endpoint {base_url}: {describe(error)} "
         f"(gave up after {attempts} attempt{'s' if attempts != 1 else ''})"
@@ -78,8 +79,7 @@ def refusals_translated() -> Iterator[None]:
     try:
         yield
     except openai.BadRequestError as error:
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ModelRequestRefused(f"the model server refused the request: {first}") from error
+        raise _refused(error) from error
 
 
 @contextmanager

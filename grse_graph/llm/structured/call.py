@@ -207,10 +207,7 @@ def _read(
     found = parse_json_object(text.json_text)
     if found.value is None:
         no_object = found.problem == "the reply contains no JSON object"
-        problem = (
-            text.problem_without_json if no_object and text.problem_without_json else found.problem
-        )
-        return read(None, problem, text.shown)
+        return read(None, (no_object and text.problem_without_json) or found.problem, text.shown)
     try:
         return read(schema.model_validate(found.value), repair=found.repair)
     except ValidationError as error:
