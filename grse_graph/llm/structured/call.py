@@ -12,7 +12,7 @@ from typing import Any, Generic, TypedDict, TypeVar, Unpack, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from grse_graph.errors import RunawayGenerationStopped, StructuredOutputError
 from grse_graph.llm.config import StructuredMethod
@@ -34,19 +34,14 @@ STRUCTURED_STREAM_KEY = "grse_structured_stream"
 
 _log = logging.getLogger(__name__)
 
-
-class RepetitionLimits(BaseModel):
-    """A runaway tail (small models loop, in a grammar or not, until the token cap; streamed, a
-    loop shows after a few copies): at least ``min_repeats`` copies of one passage of at most
-    ``max_period_chars`` characters, spanning at least ``min_span_chars``; checked every
-    ``check_every_chars`` new characters, which keeps the cost negligible beside generation."""
-
-    model_config = ConfigDict(frozen=True)
-
-    min_repeats: int = Field(default=4, ge=2)
-    min_span_chars: int = Field(default=160, ge=2)
-    max_period_chars: int = Field(default=1200, ge=1)
-    check_every_chars: int = Field(default=32, ge=1)
+# A runaway tail (small models loop, in a grammar or not, until the token cap; streamed, a loop
+# shows after a few copies): at least _MIN_REPEATS copies of one passage of at most _MAX_PERIOD
+# characters, spanning at least _MIN_SPAN. A stream is checked every _CHECK_EVERY new characters,
+# which keeps the cost negligible beside generation.
+_MIN_REPEATS = 4
+_MIN_SPAN = 160
+_MAX_PERIOD = 1200
+_CHECK_EVERY = 32
 
 
 @dataclass(frozen=True)
@@ -63,12 +58,11 @@ class Repetition:
         )
 
 
-def find_repetition(text: str, limits: RepetitionLimits | None = None) -> Repetition | None:
+def find_repetition(text: str) -> Repetition | None:
     """The shortest period whose copies make up a long enough tail of ``text``, or None."""
-    chosen = limits or RepetitionLimits()
     length = len(text)
-    for period in range(1, min(chosen.max_period_chars, length // chosen.min_repeats) + 1):
-        needed = max(chosen.min_repeats * period, chosen.min_span_chars)
+    for period in range(1, min(_MAX_PERIOD, length // _MIN_REPEATS) + 1):
+        needed = max(_MIN_REPEATS * period, _MIN_SPAN)
         if needed > length:
             continue
         # The last `needed` characters are `period`-periodic when they equal themselves shifted.
@@ -142,11 +136,10 @@ def cap_parameters(model: BaseChatModel, schema: type[BaseModel]) -> dict[str, A
 
 
 class _Streamed:
-    """A streamed reply as it arrives, its tail checked for repetition (`RepetitionLimits`)."""
+    """A streamed reply as it arrives, its tail checked for repetition (`find_repetition`)."""
 
-    def __init__(self, model: BaseChatModel, limits: RepetitionLimits) -> None:
+    def __init__(self, model: BaseChatModel) -> None:
         self._role = (getattr(model, "metadata", None) or {}).get("grse_role", "model")
-        self._limits = limits
         self._message: AIMessageChunk | None = None
         self._chunks = 0
         self._text = ""
@@ -159,10 +152,10 @@ class _Streamed:
         self._message = chunk if self._message is None else self._message + chunk
         arguments = "".join(str(piece.get("args") or "") for piece in chunk.tool_call_chunks)
         self._text += chunk.text + arguments
-        if len(self._text) - self._checked_at < self._limits.check_every_chars:
+        if len(self._text) - self._checked_at < _CHECK_EVERY:
             return None
         self._checked_at = len(self._text)
-        self._runaway = find_repetition(self._text, self._limits)
+        self._runaway = find_repetition(self._text)
         if self._runaway is None:
             return None
         return RunawayGenerationStopped(
@@ -221,8 +214,6 @@ class StructuredOptions(TypedDict, total=False):
     """Repair rounds after the first request (default 1)."""
     method: StructuredMethod | None
     """The structured-output method (default None: the one in the model's metadata)."""
-    limits: RepetitionLimits | None
-    """The repetition watch of a streamed reply (default None: `RepetitionLimits()`)."""
 
 
 class _Call(Generic[T]):
@@ -240,7 +231,6 @@ class _Call(Generic[T]):
         self.request = self.method.request(model, schema, messages)
         self.parameters = {**self.request.parameters, **cap_parameters(model, schema)}
         self.streamed = bool((getattr(model, "metadata", None) or {}).get(STRUCTURED_STREAM_KEY))
-        self.limits = options.get("limits") or RepetitionLimits()
         self.max_repairs = options.get("max_repairs", 1)
         self.history = list(self.request.opening)
         self.attempts: list[StructuredAttempt] = []
@@ -256,7 +246,7 @@ class _Call(Generic[T]):
         with refusals_translated():
             if not self.streamed:
                 return _Reply(_as_message(model.invoke(history, **options)))
-            streamed = _Streamed(model, self.limits)
+            streamed = _Streamed(model)
             stream = cast(Generator[AIMessageChunk, None, None], model.stream(history, **options))
             try:
                 for chunk in stream:
@@ -274,7 +264,7 @@ class _Call(Generic[T]):
         with refusals_translated():
             if not self.streamed:
                 return _Reply(_as_message(await model.ainvoke(history, **options)))
-            streamed = _Streamed(model, self.limits)
+            streamed = _Streamed(model)
             stream = cast(AsyncGenerator[AIMessageChunk, None], model.astream(history, **options))
             try:
                 async for chunk in stream:
