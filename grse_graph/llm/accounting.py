@@ -205,9 +205,7 @@ class UsageLedger:
             self._counters_of(role).started += 1
             self._starts[run_id] = time.monotonic()
 
-    def _finish(
-        self, role: str, run_id: UUID, result: LLMResult | None, *, runaway: bool = False
-    ) -> None:
+    def _finish(self, role: str, run_id: UUID, result: LLMResult | None, runaway: bool) -> None:
         now = time.monotonic()
         counts = token_counts(result) if result is not None else None
         prompt, completion, cached = counts or (0, 0, 0)
@@ -240,8 +238,7 @@ class _RoleCallback(BaseCallbackHandler):
         self._ledger._start(self._role, run_id)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        self._ledger._finish(self._role, run_id, response)
+        self._ledger._finish(self._role, run_id, response, runaway=False)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        runaway = isinstance(error, RunawayGenerationStopped)
-        self._ledger._finish(self._role, run_id, None, runaway=runaway)
+        self._ledger._finish(self._role, run_id, None, isinstance(error, RunawayGenerationStopped))

@@ -30,8 +30,6 @@ from grse_graph.llm.xllamacpp_server import ServerLaunch, llama_server_command
 ConcreteEngine = Literal["xllamacpp", "llama-server"]
 V = TypeVar("V")
 
-_LOG_TAIL_LINES = 8
-
 _PROMPT_EVAL = re.compile(
     r"(?:\| task (\d+) \|\s*)?prompt eval time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*tokens"
 )
@@ -98,13 +96,11 @@ def choose_engine(
     )
 
 
-def server_launch(
-    model_path: Path, settings: EngineSettings, port: int, alias: str = ENGINE_MODEL_ALIAS
-) -> ServerLaunch:
+def server_launch(model_path: Path, settings: EngineSettings, port: int) -> ServerLaunch:
     """What the server is started with."""
     return ServerLaunch(
         model_path=model_path,
-        alias=alias,
+        alias=ENGINE_MODEL_ALIAS,
         host=settings.host,
         port=port,
         n_parallel=settings.n_parallel,
@@ -155,16 +151,9 @@ def require_started(value: V | None, what: str = "the local engine") -> V:
 class LocalEngine(Started):
     """Start and stop the embedded engine (a context manager); it serves as ``model_alias``."""
 
-    def __init__(
-        self,
-        settings: EngineSettings,
-        *,
-        log_path: Path | None = None,
-        which: Callable[[str], str | None] = shutil.which,
-    ) -> None:
+    def __init__(self, settings: EngineSettings, *, log_path: Path | None = None) -> None:
         self.settings = settings
         self.model_alias = ENGINE_MODEL_ALIAS
-        self._which = which
         self._requested_log_path = log_path
         self._process: subprocess.Popen[bytes] | None = None
         self._log_handle: IO[bytes] | None = None
@@ -221,14 +210,14 @@ class LocalEngine(Started):
     def _launch(self) -> None:
         if self._process is not None:
             raise EngineError("the local engine is already started")
-        choice = choose_engine(self.settings, which=self._which)
+        choice = choose_engine(self.settings)
         model_path = resolve_model(self.settings.model, self.settings.cache_dir)
         port = self.settings.port or free_port(self.settings.host)
         log_path = self._requested_log_path or (
             self.settings.cache_dir / "logs" / f"engine-{os.getpid()}-{port}.log"
         )
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        launch = server_launch(model_path, self.settings, port, self.model_alias)
+        launch = server_launch(model_path, self.settings, port)
         command = build_engine_command(choice, launch)
         self._choice, self._model_path, self._port = choice, model_path, port
         self._log_path = log_path
@@ -257,7 +246,7 @@ class LocalEngine(Started):
         timeout_s = self.settings.startup_timeout_s
         wait_until_answering(url, require_started(self._process), timeout_s, failure)
 
-    def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
+    def log_tail(self, lines: int = 8) -> str:
         """The last log lines joined with `` | `` (for one-line error messages)."""
         if self._log_path is None or not self._log_path.exists():
             return "(no log)"
