@@ -6,10 +6,9 @@ the key lives in a context variable, which asyncio tasks and LangGraph's workers
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import Context, ContextVar
 
 import httpx
 
@@ -31,9 +30,9 @@ def affinity(key: str) -> Iterator[None]:
         _KEY.reset(token)
 
 
-def keyed_context(key: str) -> contextvars.Context:
+def keyed_context(key: str) -> Context:
     """A fresh context holding only ``key`` (a team run outside the training graph's run)."""
-    context = contextvars.Context()
+    context = Context()
     context.run(_KEY.set, key)
     return context
 

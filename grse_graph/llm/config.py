@@ -74,14 +74,12 @@ def model_preset(model_name: str) -> ModelPreset | None:
 class RoleSettings(BaseModel):
     """Endpoint and default decoding settings of one role (``base_url`` None: the embedded
     engine); docs/MODELS.md describes the fields. ``top_k`` goes in ``extra_body`` (vLLM and
-    llama.cpp read it there) and the cap also as ``max_tokens`` (``legacy_max_tokens``): some
-    servers ignore ``max_completion_tokens``. Defaults and why: ``structured_method`` ``auto`` is
-    ``json_schema`` on the embedded engine (its function calling returned the JSON as text without
-    the fields, issue 10); ``schema_narrowing`` ``per_agent`` (on the embedded 0.5B model the
-    plain or flat schema made the critic cite wrong agents or steps); ``structured_stream`` off
-    (the fault-test server does not stream); ``thinking`` ``auto`` disables a known thinking mode,
-    as the paper did (`model_preset`).
-    """
+    llama.cpp read it there), the cap also as ``max_tokens``: some servers ignore
+    ``max_completion_tokens``. ``structured_method`` ``auto`` is ``json_schema`` on the embedded
+    engine (its function calling returned the JSON as text without the fields, issue 10);
+    ``schema_narrowing`` ``per_agent``: with the plain or flat schema the embedded 0.5B critic
+    cited wrong agents or steps; ``structured_stream`` is off as the fault-test server does not
+    stream."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -236,13 +234,11 @@ def load_config(
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, object] | None = None,
 ) -> LLMConfig:
-    """Merge defaults < TOML < environment < overrides into an `LLMConfig`.
-
-    TOML has one table per section (``[actor]``, ``[critic]``, ``[optimizer]``, ``[engine]``),
-    the environment ``GRSE_<SECTION>_<FIELD>`` plus ``GRSE_CACHE_DIR`` (``env`` None reads
-    ``os.environ``), overrides dotted keys (``"engine.port"``; None values, unset CLI flags, are
-    ignored). A role ``base_url`` of ``""``, ``"embedded"`` or ``"local"`` is the embedded engine.
-    """
+    """Merge defaults < TOML < environment < overrides into an `LLMConfig`: TOML tables per
+    section (``[actor]``, ``[critic]``, ``[optimizer]``, ``[engine]``), ``GRSE_<SECTION>_<FIELD>``
+    variables and ``GRSE_CACHE_DIR`` (``env`` None reads ``os.environ``), dotted override keys
+    (``"engine.port"``; None values, unset CLI flags, are ignored). A role ``base_url`` of ``""``,
+    ``"embedded"`` or ``"local"`` is the embedded engine."""
     environment = os.environ if env is None else env
     merged: dict[str, dict[str, object]] = {section: {} for section in _SECTIONS}
     sources: dict[tuple[str, str], str] = {}

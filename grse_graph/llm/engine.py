@@ -1,8 +1,6 @@
 """The embedded local engine: llama.cpp's own OpenAI-compatible server on loopback (docs/ENGINE.md).
-
-On Linux the child dies with the thread that started it (see `childproc`): start the engine from
-a thread that lives as long as the engine should, the main one normally. `prompt_eval_stats`
-sums the server's per-task log lines (trace verbosity) to measure prefix reuse.
+On Linux the child dies with the thread that started it (`childproc`): start the engine from a
+thread that lives as long as the engine should, the main one normally.
 """
 
 from __future__ import annotations
@@ -255,10 +253,9 @@ class LocalEngine(Started):
         return " | ".join(tail) or "(empty log)"
 
     def prompt_eval_stats(self) -> PromptEvalStats:
-        """Prompt tokens evaluated vs reused so far, parsed from the engine log (the difference
-        of two snapshots is what the requests between them did). llama-server writes its log
-        from another thread, a few milliseconds after the reply: the log is read until it stops
-        growing (at most ~1 s)."""
+        """Prompt tokens evaluated vs reused so far, from the engine log (a difference of two
+        snapshots is what ran between them). The server writes its log from another thread, ms
+        after the reply: the log is read until it stops growing (at most ~1 s)."""
         if self._log_path is None or not self._log_path.exists():
             return PromptEvalStats()
         return parse_prompt_eval_stats(self._settled_log_text())

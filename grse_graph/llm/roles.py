@@ -26,11 +26,7 @@ from grse_graph.llm.affinity import stamp
 from grse_graph.llm.config import LLMConfig, RoleSettings, StructuredMethod
 from grse_graph.llm.engine import choose_engine
 from grse_graph.llm.provider import ROLES, RoleName, SamplingSettings
-from grse_graph.llm.slot_pinning import (
-    AsyncSlotPinningTransport,
-    SlotPinning,
-    SlotPinningTransport,
-)
+from grse_graph.llm.slot_pinning import AsyncSlotPinningTransport, SlotPinning, SlotPinningTransport
 from grse_graph.llm.structured import (
     SCHEMA_NARROWING_KEY,
     STRUCTURED_METHOD_KEY,
@@ -90,12 +86,10 @@ FORCED_CALL_BY_SCHEMA_KEY = "grse_forced_call_by_schema"
 
 
 def _forced_call_schema(request: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The JSON schema of the one call a request requires (``tool_choice`` naming a function,
-    or "required" with one function offered), or None.
-
-    llama.cpp's server rejects a named ``tool_choice`` and did not constrain "required" with the
-    Qwen2.5-Coder and SmolLM2 templates (both answered in prose); its ``json_schema`` field does
-    constrain the reply, which is read back as the call (`grse_graph.llm.tool_transcript`)."""
+    """The JSON schema of the one call a request requires (a named ``tool_choice``, or "required"
+    with one function offered), or None. llama.cpp's server rejects a named choice and did not
+    constrain "required" with the Qwen2.5-Coder and SmolLM2 templates (both answered in prose);
+    its ``json_schema`` field constrains the reply, which is read back as the call."""
     functions = _functions(request)
     choice = request.get("tool_choice")
     function = None
@@ -115,10 +109,8 @@ def _forced_call_schema(request: Mapping[str, Any]) -> dict[str, Any] | None:
 
 class RoleChatOpenAI(ChatOpenAI):
     """`ChatOpenAI` that sends ``tool_choice="auto"`` when tools are bound without a choice (no
-    server's other default can hide them), reads a reply whose whole text is calls of the
-    request's tools back as those calls (llama-server with Qwen2.5-Coder writes many calls as
-    JSON text), asks again for a reply that is not a chat completion, and raises endpoint
-    failures as one-line errors (`grse_graph.llm.transport`)."""
+    server's other default can hide them), reads calls written as text back as calls, asks again
+    for a reply that is not a chat completion, and raises endpoint failures as one-line errors."""
 
     def _endpoint(self) -> dict[str, Any]:
         return {
@@ -198,11 +190,8 @@ class RoleChatOpenAI(ChatOpenAI):
 
 class ModelRoles:
     """`ChatModelProvider` backed by OpenAI-compatible endpoints (vLLM, llama.cpp, hosted APIs).
-
-    Embedded roles use ``engine_url``: the `LocalEngine`'s base URL, or one per embedded model
-    (`RoleSettings.engine_model`). ``engine_slots`` maps an engine's base URL to its slots, whose
-    chat requests are then pinned (`slot_pinning`). API keys are read from ``env``.
-    """
+    Embedded roles use ``engine_url``, or its URL per embedded model (`RoleSettings.engine_model`);
+    ``engine_slots`` maps an engine's URL to its slots, whose chat requests are then pinned."""
 
     def __init__(
         self,

@@ -1,10 +1,8 @@
 """Pin each agent's prompt prefix to one llama.cpp server slot (``id_slot``: the slot that last
 served the same tools and first message, else the least recently used) and, with ``repeatable``,
-keep greedy answers repeatable: one chat request at a time, each preceded on its slot by a
-priming request of its prefix. docs/ENGINE.md ("Slots and repeatable answers") says why this
-makes greedy answers independent of history and concurrency. Priming requests are engine
-upkeep, below the clients' accounting; everything travels in ordinary chat request bodies, so
-it works against any llama.cpp server.
+prime that slot before each chat request and send one at a time, which makes greedy answers
+independent of history and concurrency (docs/ENGINE.md). Priming requests are engine upkeep,
+below the clients' accounting; all are ordinary chat requests, so any llama.cpp server works.
 """
 
 from __future__ import annotations

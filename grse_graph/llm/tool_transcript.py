@@ -1,9 +1,7 @@
 """How an agent's tool exchange travels between it and a role's model: `native` tool messages, or
-`text` (tool results as user messages) for a server whose chat template drops tool messages
-(llama-cpp-python's ``chatml-function-calling`` did); and tool calls a model wrote as text
-(Qwen2.5-Coder on llama-server, issue 10), read back only when the whole text is calls of offered
-tools (``<tool_call>`` blocks or JSON objects with ``name`` and ``arguments``), so an agent's
-answer is never mistaken for a call.
+`text` (tool results as user messages) for a server whose chat template drops tool messages; and
+calls a model wrote as text (Qwen2.5-Coder on llama-server, issue 10), read back only when the
+whole text is calls of offered tools, so an agent's answer is never mistaken for a call.
 """
 
 from __future__ import annotations
