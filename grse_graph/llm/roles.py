@@ -7,16 +7,13 @@ import functools
 import logging
 import os
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Literal, Self
 
 import httpx
 import openai
-from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
@@ -108,7 +105,7 @@ def _forced_call_schema(request: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 class RoleChatOpenAI(ChatOpenAI):
-    """`ChatOpenAI` that sends ``tool_choice="auto"`` when tools are bound without a choice (no
+    """`ChatOpenAI` that sends ``tool_choice="auto"`` when tools come without a choice (no
     server's other default can hide them), reads calls written as text back as calls, asks again
     for a reply that is not a chat completion, and raises endpoint failures as one-line errors."""
 
@@ -119,8 +116,11 @@ class RoleChatOpenAI(ChatOpenAI):
             "max_retries": self.max_retries,
         }
 
-    def _with_forced_call_schema(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """``kwargs`` with a required call's schema in ``extra_body`` where the server needs it."""
+    def _request_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` with ``tool_choice="auto"`` for tools without a choice, and a required call's
+        schema in ``extra_body`` where the server needs it."""
+        if kwargs.get("tools") and kwargs.get("tool_choice") is None:
+            kwargs = {**kwargs, "tool_choice": "auto"}
         schema = _forced_call_schema(kwargs)
         if schema is None or not (self.metadata or {}).get(FORCED_CALL_BY_SCHEMA_KEY):
             return kwargs
@@ -131,7 +131,7 @@ class RoleChatOpenAI(ChatOpenAI):
     # The overrides pass stop, run_manager and the request's options through as LangChain gave
     # them (by keyword), reading only the request's tools.
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        kwargs = self._with_forced_call_schema(kwargs)
+        kwargs = self._request_kwargs(kwargs)
 
         def attempt() -> ChatResult:
             try:
@@ -148,7 +148,7 @@ class RoleChatOpenAI(ChatOpenAI):
     async def _agenerate(
         self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> ChatResult:
-        kwargs = self._with_forced_call_schema(kwargs)
+        kwargs = self._request_kwargs(kwargs)
 
         async def attempt() -> ChatResult:
             try:
@@ -162,7 +162,7 @@ class RoleChatOpenAI(ChatOpenAI):
     def _stream(
         self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> Iterator[ChatGenerationChunk]:
-        kwargs = self._with_forced_call_schema(kwargs)
+        kwargs = self._request_kwargs(kwargs)
         # A stream cannot be asked for again once chunks went out: translated, not retried.
         with endpoint_errors_translated(**self._endpoint()):
             yield from super()._stream(messages, *args, **kwargs)
@@ -170,22 +170,10 @@ class RoleChatOpenAI(ChatOpenAI):
     async def _astream(
         self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> AsyncIterator[ChatGenerationChunk]:
-        kwargs = self._with_forced_call_schema(kwargs)
+        kwargs = self._request_kwargs(kwargs)
         with endpoint_errors_translated(**self._endpoint()):
             async for chunk in super()._astream(messages, *args, **kwargs):
                 yield chunk
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: dict[str, Any] | str | bool | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Bind tools; an unset ``tool_choice`` becomes ``"auto"``."""
-        if tool_choice is None and tools:
-            tool_choice = "auto"
-        return super().bind_tools(tools, tool_choice=tool_choice, **kwargs)
 
 
 class ModelRoles:
