@@ -97,10 +97,9 @@ class UsageReport(BaseModel):
         return self.roles.get(role, RoleUsage())
 
     def __add__(self, other: UsageReport) -> UsageReport:
-        names = list(dict.fromkeys([*self.roles, *other.roles]))
         roles = {
             name: self.roles.get(name, RoleUsage()) + other.roles.get(name, RoleUsage())
-            for name in names
+            for name in dict.fromkeys([*self.roles, *other.roles])
         }
         engine: PromptEvalStats | None = None
         if self.engine is not None or other.engine is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
@@ -16,12 +17,8 @@ logger = logging.getLogger(__name__)
 
 BYTES_PER_TOKEN_ESTIMATE = 4.0
 """UTF-8 bytes per token of the fallback estimate (English prose with BPE tokenizers)."""
-
-
-class TokenCounter(Protocol):
-    """Counts the tokens of a text."""
-
-    def __call__(self, text: str) -> int: ...
+TokenCounter = Callable[[str], int]
+"""Counts the tokens of a text."""
 
 
 @runtime_checkable
@@ -63,9 +60,7 @@ class ServerTokenCounter:
             reply = self._client.post(self.root + "/tokenize", json=body)
         except httpx.HTTPError:
             return None
-        if reply.status_code != 200:
-            return None
-        tokens = reply.json().get("tokens")
+        tokens = reply.json().get("tokens") if reply.status_code == 200 else None
         return len(tokens) if isinstance(tokens, list) else None
 
     def __call__(self, text: str) -> int:
