@@ -37,11 +37,6 @@ def keyed_context(key: str) -> Context:
     return context
 
 
-def current_key() -> str | None:
-    """The key of the unit of work under way, if any."""
-    return _KEY.get()
-
-
 def stamp(request: httpx.Request, headers: Sequence[str]) -> None:
     """Put the current key, if any, in each of ``headers`` of ``request``."""
     key = _KEY.get()
