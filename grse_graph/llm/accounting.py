@@ -42,9 +42,8 @@ class RoleUsage(Counts):
 
 
 class PromptEvalStats(Counts):
-    """Engine-side prompt processing, read from the embedded engine's log: prompt tokens
-    computed and served from the prefix cache. ``prefix_reloads`` (from the slot pinning) are
-    chat requests whose agent prefix had lost its slot and was computed again."""
+    """Prompt processing read from the embedded engine's log; ``prefix_reloads`` (from the slot
+    pinning) are chat requests whose agent prefix had lost its slot and was computed again."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -155,8 +154,7 @@ def token_counts(result: LLMResult) -> tuple[int, int, int] | None:
 
 
 class UsageLedger:
-    """Thread-safe usage counters for all roles: attach `callback(role)` to a role's chat model
-    and call `count_request(role)` from its HTTP clients (`ModelRoles` does both)."""
+    """Thread-safe usage counters for all roles, fed by `callback` and `count_request`."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -47,8 +47,7 @@ class ModelPreset(NamedTuple):
     has_thinking: bool = False
 
 
-# Ordered: the first family whose marker is in the lower-cased model name wins ("qwen3" before
-# "qwen"). Top-k 20 for Qwen and 64 for Gemma are the paper's (App. A).
+# The first marker in the lower-cased model name wins ("qwen3" before "qwen"); top-k: App. A.
 MODEL_PRESETS: tuple[tuple[str, ModelPreset], ...] = (
     ("qwen3", ModelPreset(20, has_thinking=True)),
     ("qwq", ModelPreset(20, has_thinking=True)),
@@ -297,4 +296,3 @@ def load_config(
             return sources.get((section, field), "default")
 
         raise ConfigError(f"config {describe_validation_error(error, origin=origin)}") from error
-

@@ -31,8 +31,7 @@ V = TypeVar("V")
 _PROMPT_EVAL = re.compile(
     r"(?:\| task (\d+) \|\s*)?prompt eval time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*tokens"
 )
-# The extra samples of an n>1 request run as child tasks that copy the parent's prompt state
-# but print the parent's prompt timing again.
+# An n>1 request's extra samples run as child tasks that print the parent's prompt timing again.
 _CHILD_TASK = re.compile(r"\| task (\d+) \| processing task, is_child = 1")
 _GENERATION = re.compile(
     r"(?<!prompt )\beval time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*(?:runs|tokens)"

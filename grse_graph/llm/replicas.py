@@ -42,10 +42,9 @@ def router_command(
     executable: str = ROUTER_EXECUTABLE,
     metrics_port: int | None = None,
 ) -> list[str]:
-    """The ``vllm-router`` command over ``worker_urls`` (server roots, without ``/v1``).
-
-    ``metrics_port``: where its Prometheus metrics listen, on ``host``; without it vllm-router
-    0.1.17 binds 0.0.0.0:29000 and exits at start when that port is taken."""
+    """The ``vllm-router`` command over ``worker_urls`` (server roots, without ``/v1``), its
+    Prometheus metrics on ``host``:``metrics_port`` (unset, vllm-router 0.1.17 binds
+    0.0.0.0:29000 and exits at start when that port is taken)."""
     metrics = [] if metrics_port is None else [
         "--prometheus-host", host, "--prometheus-port", str(metrics_port),
     ]  # fmt: skip

@@ -47,7 +47,6 @@ logger = logging.getLogger(__name__)
 
 
 def _functions(request: Mapping[str, Any]) -> dict[str, Any]:
-    """The function tools a request offers, by name."""
     return {
         tool["function"]["name"]: tool["function"]
         for tool in request.get("tools") or ()
@@ -128,8 +127,7 @@ class RoleChatOpenAI(ChatOpenAI):
         # "required": the schema names the function; a named choice the server would reject.
         return {**kwargs, "tool_choice": "required", "extra_body": {**extra, "json_schema": schema}}
 
-    # The overrides pass stop, run_manager and the request's options through as LangChain gave
-    # them (by keyword), reading only the request's tools.
+    # The overrides pass LangChain's stop, run_manager and options through, reading the tools.
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
         kwargs = self._request_kwargs(kwargs)
 
@@ -137,9 +135,8 @@ class RoleChatOpenAI(ChatOpenAI):
             try:
                 result = super(RoleChatOpenAI, self)._generate(messages, *args, **kwargs)
             except openai.LengthFinishReasonError as capped:
-                # With a ``response_format`` openai's ``parse()`` raises for a reply that hit
-                # its cap (it crashed `grse demo` when the optimizer's induce ran to its cap);
-                # returned, the structured path reads it leniently and the ledger counts it.
+                # With a response_format openai's parse() raises for a reply at its cap (it
+                # crashed `grse demo`); returned, it is read leniently and the ledger counts it.
                 result = self._create_chat_result(capped.completion)
             return _with_text_tool_calls(result, messages, kwargs)
 

@@ -42,9 +42,8 @@ def llama_server_command(executable: str, launch: ServerLaunch) -> list[str]:
         "--port", str(launch.port),
         "--alias", launch.alias,
         "--parallel", str(launch.n_parallel),
-        # A KV stream per slot (llama.cpp's default, no --kv-unified), n_ctx each: in one
-        # buffer shared by the slots a request's attention spans the other slots' cells too,
-        # and greedy answers changed with what they held.
+        # A KV stream per slot (no --kv-unified), n_ctx each: in one shared buffer a request's
+        # attention spans the other slots' cells and greedy answers changed with what they held.
         "--ctx-size", str(launch.n_ctx * launch.n_parallel),
         "--threads", threads,
         "--threads-batch", threads,

@@ -1,8 +1,7 @@
-"""How many tokens a schema's largest valid object can need: the cap a structured reply needs.
-
-A reply past it is a runaway, so a cap sized to the schema stops it early without cutting a
-valid answer. Only a bounded schema has one (every string with a ``maxLength`` or ``enum``,
-every array with a ``maxItems``); otherwise `schema_token_budget` is None.
+"""How many tokens a schema's largest valid object can need: the cap a structured reply needs. A
+reply past it is a runaway, so a cap sized to the schema stops it early without cutting a valid
+answer. Only a bounded schema has one (every string with a ``maxLength`` or ``enum``, every array
+with a ``maxItems``).
 """
 
 from __future__ import annotations

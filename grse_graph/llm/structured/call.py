@@ -34,10 +34,9 @@ STRUCTURED_STREAM_KEY = "grse_structured_stream"
 
 _log = logging.getLogger(__name__)
 
-# A runaway tail (small models loop, in a grammar or not, until the token cap; streamed, a loop
-# shows after a few copies): at least _MIN_REPEATS copies of one passage of at most _MAX_PERIOD
-# characters, spanning at least _MIN_SPAN. A stream is checked every _CHECK_EVERY new characters,
-# which keeps the cost negligible beside generation.
+# A runaway tail (small models loop to the token cap, in a grammar or not): _MIN_REPEATS copies of
+# a passage of at most _MAX_PERIOD characters spanning _MIN_SPAN; a stream shows it after a few
+# copies and is checked every _CHECK_EVERY new characters, negligible beside generation.
 _MIN_REPEATS = 4
 _MIN_SPAN = 160
 _MAX_PERIOD = 1200

@@ -78,7 +78,6 @@ def object_spans(text: str) -> tuple[list[str], str | None]:
 
 
 def _outside_strings(text: str, fix: Any) -> str:
-    """Apply ``fix`` to the stretches of ``text`` that are not inside JSON strings."""
     pieces: list[str] = []
     position = 0
     for opening, end, _ in _strings(text, 0):
