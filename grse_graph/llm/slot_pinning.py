@@ -70,7 +70,6 @@ class SlotAffinity:
         self.reloads = 0
 
     def slot_for(self, key: str) -> int:
-        """The slot for ``key``."""
         with self._lock:
             self._clock += 1
             slot = self._slot_of.get(key)

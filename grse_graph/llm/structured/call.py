@@ -237,7 +237,6 @@ class _Call(Generic[T]):
 
     @property
     def pending(self) -> bool:
-        """No valid object yet and a request left."""
         return self.value is None and len(self.attempts) <= self.max_repairs
 
     def ask(self) -> _Reply:

@@ -133,7 +133,6 @@ def _without_partial_item(truncated: str) -> str | None:
 
 
 def _candidates(spans: list[str], unclosed: str | None) -> Iterator[tuple[str | None, str]]:
-    """The texts to read as the object, in order, each with the repair it is."""
     yield from ((span, "") for span in spans)
     yield from ((_outside_strings(span, _fix_literals_and_commas), "literals") for span in spans)
     if unclosed is not None:
