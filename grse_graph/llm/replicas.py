@@ -1,11 +1,6 @@
 """Replicas behind vLLM's router (``vllm-router``, the ``serve`` extra): the router command, and
-N embedded engines plus the router on one machine.
-
-The package adds only the affinity key (`grse_graph.llm.affinity`), which ``--policy
-consistent_hash`` hashes so each question's requests land on one replica's prefix cache. Short
-health checks matter: until the router marks a dead replica unhealthy, the requests it maps
-there fail (with a 1 s interval and one failure, every key answered through the survivor
-within about a second). Slot pinning keeps one server's state, so it is off behind a router.
+N embedded engines plus the router on one machine. docs/REPLICAS.md gives the reasons for the
+router flags; slot pinning keeps one server's state, so it is off behind a router.
 """
 
 from __future__ import annotations
@@ -19,10 +14,9 @@ from typing import IO
 from pydantic import BaseModel, ConfigDict, Field
 
 from grse_graph.errors import EngineError
-from grse_graph.llm.childproc import start_child, stop_child, wait_until_answering
+from grse_graph.llm.childproc import Started, start_child, stop_child, wait_until_answering
 from grse_graph.llm.config import EngineSettings
-from grse_graph.llm.engine import LocalEngine, free_port
-from grse_graph.llm.lifecycle import Started
+from grse_graph.llm.engine import LocalEngine, free_port, require_started
 
 ROUTER_EXECUTABLE = "vllm-router"
 
@@ -48,10 +42,9 @@ def router_command(
     executable: str = ROUTER_EXECUTABLE,
     metrics_port: int | None = None,
 ) -> list[str]:
-    """The ``vllm-router`` command over ``worker_urls`` (server roots, without ``/v1``).
-
-    ``metrics_port``: where its Prometheus metrics listen, on ``host``; without it vllm-router
-    0.1.17 binds 0.0.0.0:29000 and exits at start when that port is taken."""
+    """The ``vllm-router`` command over ``worker_urls`` (server roots, without ``/v1``), its
+    Prometheus metrics on ``host``:``metrics_port`` (unset, vllm-router 0.1.17 binds
+    0.0.0.0:29000 and exits at start when that port is taken)."""
     metrics = [] if metrics_port is None else [
         "--prometheus-host", host, "--prometheus-port", str(metrics_port),
     ]  # fmt: skip
@@ -81,8 +74,7 @@ def find_router() -> str:
 
 
 class LocalReplicas(Started):
-    """N embedded engines on loopback, the cores shared among them, behind ``vllm-router``;
-    a context manager. `base_url` is the router's (put it in a role's ``base_url``)."""
+    """N embedded engines sharing the cores behind ``vllm-router``; `base_url` is the router's."""
 
     def __init__(
         self,
@@ -108,16 +100,13 @@ class LocalReplicas(Started):
     @property
     def base_url(self) -> str:
         """The router's OpenAI-compatible base URL."""
-        if self._port is None:
-            raise EngineError("the replicas are not started")
-        return f"http://{self.settings.host}:{self._port}/v1"
+        return f"http://{self.settings.host}:{require_started(self._port, 'the replicas')}/v1"
 
     @property
     def metrics_url(self) -> str:
         """The router's Prometheus metrics."""
-        if self._metrics_port is None:
-            raise EngineError("the replicas are not started")
-        return f"http://{self.settings.host}:{self._metrics_port}/metrics"
+        port = require_started(self._metrics_port, "the replicas")
+        return f"http://{self.settings.host}:{port}/metrics"
 
     @property
     def worker_urls(self) -> list[str]:

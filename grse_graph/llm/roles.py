@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any, Literal, Self
 
 import httpx
 import openai
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
@@ -25,21 +22,15 @@ from grse_graph.llm.accounting import UsageLedger
 from grse_graph.llm.affinity import stamp
 from grse_graph.llm.config import LLMConfig, RoleSettings, StructuredMethod
 from grse_graph.llm.engine import choose_engine
-from grse_graph.llm.lifecycle import Closing
 from grse_graph.llm.provider import ROLES, RoleName, SamplingSettings
-from grse_graph.llm.slot_pinning import (
-    AsyncSlotPinningTransport,
-    SlotPinning,
-    SlotPinningTransport,
-)
+from grse_graph.llm.slot_pinning import AsyncSlotPinningTransport, SlotPinning, SlotPinningTransport
 from grse_graph.llm.structured import (
     SCHEMA_NARROWING_KEY,
     STRUCTURED_METHOD_KEY,
     STRUCTURED_STREAM_KEY,
 )
-from grse_graph.llm.text_tool_calls import recover_tool_calls
 from grse_graph.llm.tokens import ServerTokenCounter, TokenCounter
-from grse_graph.llm.tool_transcript import TOOL_TRANSCRIPT_KEY, Transcript
+from grse_graph.llm.tool_transcript import TOOL_TRANSCRIPT_KEY, Transcript, recover_tool_calls
 from grse_graph.llm.transport import (
     acall_with_reply_retries,
     call_with_reply_retries,
@@ -54,15 +45,8 @@ UNAUTHENTICATED_API_KEY = "EMPTY"
 
 logger = logging.getLogger(__name__)
 
-_AUTO_STRUCTURED: dict[str | None, StructuredMethod] = {
-    "xllamacpp": "json_schema",
-    "llama-server": "json_schema",
-}
-"""What ``structured_method = "auto"`` resolves to per embedded engine (else function calling)."""
-
 
 def _functions(request: Mapping[str, Any]) -> dict[str, Any]:
-    """The function tools a request offers, by name."""
     return {
         tool["function"]["name"]: tool["function"]
         for tool in request.get("tools") or ()
@@ -73,8 +57,7 @@ def _functions(request: Mapping[str, Any]) -> dict[str, Any]:
 def _with_text_tool_calls(
     result: ChatResult, messages: Sequence[BaseMessage], request: Mapping[str, Any]
 ) -> ChatResult:
-    """`result` with each reply that wrote calls of the request's offered tools as text turned
-    into those calls."""
+    """`result` with each reply that wrote calls of the offered tools as text turned into them."""
     offered = _functions(request) if request.get("tool_choice") != "none" else {}
     if not offered:
         return result
@@ -82,19 +65,15 @@ def _with_text_tool_calls(
     model_call = sum(isinstance(message, AIMessage) for message in messages)
     generations = []
     for generation in result.generations:
-        message = generation.message if isinstance(generation, ChatGeneration) else None
-        recovered = (
-            recover_tool_calls(message, offered, model_call=model_call)
-            if isinstance(message, AIMessage)
-            else None
-        )
-        if recovered is None:
-            generations.append(generation)
-            continue
-        logger.info("tool call read back from the reply's text: %s", recovered.tool_calls)
-        generations.append(
-            ChatGeneration(message=recovered, generation_info=generation.generation_info)
-        )
+        message = generation.message
+        if isinstance(message, AIMessage):
+            recovered = recover_tool_calls(message, offered, model_call=model_call)
+            if recovered is not None:
+                logger.info("tool call read back from the reply's text: %s", recovered.tool_calls)
+                generation = ChatGeneration(
+                    message=recovered, generation_info=generation.generation_info
+                )
+        generations.append(generation)
     return result.model_copy(update={"generations": generations})
 
 
@@ -103,20 +82,17 @@ FORCED_CALL_BY_SCHEMA_KEY = "grse_forced_call_by_schema"
 
 
 def _forced_call_schema(request: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The JSON schema of the one call a request requires (``tool_choice`` naming a function,
-    or "required" with one function offered), or None.
-
-    llama.cpp's server rejects a named ``tool_choice`` and did not constrain "required" with the
-    Qwen2.5-Coder and SmolLM2 templates (both answered in prose); its ``json_schema`` field does
-    constrain the reply, which is read back as the call (`grse_graph.llm.text_tool_calls`)."""
+    """The JSON schema of the one call a request requires (a named ``tool_choice``, or "required"
+    with one function offered), or None. llama.cpp's server rejects a named choice and did not
+    constrain "required" with the Qwen2.5-Coder and SmolLM2 templates (both answered in prose);
+    its ``json_schema`` field constrains the reply, which is read back as the call."""
     functions = _functions(request)
     choice = request.get("tool_choice")
+    function = None
     if isinstance(choice, Mapping) and choice.get("type") == "function":
         function = functions.get(str(choice.get("function", {}).get("name")))
     elif choice == "required" and len(functions) == 1:
         function = next(iter(functions.values()))
-    else:
-        return None
     if function is None:
         return None
     parameters = function.get("parameters") or {"type": "object"}
@@ -128,11 +104,9 @@ def _forced_call_schema(request: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 class RoleChatOpenAI(ChatOpenAI):
-    """`ChatOpenAI` that sends ``tool_choice="auto"`` when tools are bound without a choice (no
-    server's other default can hide them), reads a reply whose whole text is calls of the
-    request's tools back as those calls (llama-server with Qwen2.5-Coder writes many calls as
-    JSON text), asks again for a reply that is not a chat completion, and raises endpoint
-    failures as one-line errors (`grse_graph.llm.transport`)."""
+    """`ChatOpenAI` that sends ``tool_choice="auto"`` when tools come without a choice (no
+    server's other default can hide them), reads calls written as text back as calls, asks again
+    for a reply that is not a chat completion, and raises endpoint failures as one-line errors."""
 
     def _endpoint(self) -> dict[str, Any]:
         return {
@@ -141,9 +115,11 @@ class RoleChatOpenAI(ChatOpenAI):
             "max_retries": self.max_retries,
         }
 
-    def _with_forced_call_schema(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """``kwargs`` with a required call's schema in ``extra_body`` where the role's server
-        needs it (see `_forced_call_schema`)."""
+    def _request_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` with ``tool_choice="auto"`` for tools without a choice, and a required call's
+        schema in ``extra_body`` where the server needs it."""
+        if kwargs.get("tools") and kwargs.get("tool_choice") is None:
+            kwargs = {**kwargs, "tool_choice": "auto"}
         schema = _forced_call_schema(kwargs)
         if schema is None or not (self.metadata or {}).get(FORCED_CALL_BY_SCHEMA_KEY):
             return kwargs
@@ -151,43 +127,29 @@ class RoleChatOpenAI(ChatOpenAI):
         # "required": the schema names the function; a named choice the server would reject.
         return {**kwargs, "tool_choice": "required", "extra_body": {**extra, "json_schema": schema}}
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        kwargs = self._with_forced_call_schema(kwargs)
+    # The overrides pass LangChain's stop, run_manager and options through, reading the tools.
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        kwargs = self._request_kwargs(kwargs)
 
         def attempt() -> ChatResult:
             try:
-                result = super(RoleChatOpenAI, self)._generate(
-                    messages, stop=stop, run_manager=run_manager, **kwargs
-                )
+                result = super(RoleChatOpenAI, self)._generate(messages, *args, **kwargs)
             except openai.LengthFinishReasonError as capped:
-                # With a ``response_format`` openai's ``parse()`` raises for a reply that hit
-                # its cap (it crashed `grse demo` when the optimizer's induce ran to its cap);
-                # returned, the structured path reads it leniently and the ledger counts it.
+                # With a response_format openai's parse() raises for a reply at its cap (it
+                # crashed `grse demo`); returned, it is read leniently and the ledger counts it.
                 result = self._create_chat_result(capped.completion)
             return _with_text_tool_calls(result, messages, kwargs)
 
         return call_with_reply_retries(attempt, **self._endpoint())
 
     async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> ChatResult:
-        kwargs = self._with_forced_call_schema(kwargs)
+        kwargs = self._request_kwargs(kwargs)
 
         async def attempt() -> ChatResult:
             try:
-                result = await super(RoleChatOpenAI, self)._agenerate(
-                    messages, stop=stop, run_manager=run_manager, **kwargs
-                )
+                result = await super(RoleChatOpenAI, self)._agenerate(messages, *args, **kwargs)
             except openai.LengthFinishReasonError as capped:
                 result = self._create_chat_result(capped.completion)
             return _with_text_tool_calls(result, messages, kwargs)
@@ -195,54 +157,26 @@ class RoleChatOpenAI(ChatOpenAI):
         return await acall_with_reply_retries(attempt, **self._endpoint())
 
     def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> Iterator[ChatGenerationChunk]:
-        kwargs = self._with_forced_call_schema(kwargs)
+        kwargs = self._request_kwargs(kwargs)
         # A stream cannot be asked for again once chunks went out: translated, not retried.
         with endpoint_errors_translated(**self._endpoint()):
-            yield from super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
+            yield from super()._stream(messages, *args, **kwargs)
 
     async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> AsyncIterator[ChatGenerationChunk]:
-        kwargs = self._with_forced_call_schema(kwargs)
+        kwargs = self._request_kwargs(kwargs)
         with endpoint_errors_translated(**self._endpoint()):
-            async for chunk in super()._astream(
-                messages, stop=stop, run_manager=run_manager, **kwargs
-            ):
+            async for chunk in super()._astream(messages, *args, **kwargs):
                 yield chunk
 
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: dict[str, Any] | str | bool | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Bind tools; an unset ``tool_choice`` becomes ``"auto"``."""
-        if tool_choice is None and tools:
-            tool_choice = "auto"
-        return super().bind_tools(tools, tool_choice=tool_choice, **kwargs)
 
-
-class ModelRoles(Closing):
+class ModelRoles:
     """`ChatModelProvider` backed by OpenAI-compatible endpoints (vLLM, llama.cpp, hosted APIs).
-
-    Embedded roles use ``engine_url``: the `LocalEngine`'s base URL, or a mapping from each
-    embedded model (`RoleSettings.engine_model`) to its engine's. A role's models share its httpx
-    clients, which with the model's callback feed the `UsageLedger`. ``engine_slots`` maps an
-    engine's base URL to its slots (`LocalEngine.slots`), whose chat requests are then pinned
-    (`slot_pinning`). API keys are read from ``env`` (default ``os.environ``); ``transport`` /
-    ``async_transport`` replace the network layer. Close it to release the HTTP connections.
-    """
+    Embedded roles use ``engine_url``, or its URL per embedded model (`RoleSettings.engine_model`);
+    ``engine_slots`` maps an engine's URL to its slots, whose chat requests are then pinned."""
 
     def __init__(
         self,
@@ -266,7 +200,6 @@ class ModelRoles(Closing):
             for url, slots in (engine_slots or {}).items()
         )
         self._sync_clients: dict[RoleName, httpx.Client] = {}
-        self._embedded_engine: str | None = None  # resolved once, for `tool_transcript`
         self._token_counters: dict[RoleName, ServerTokenCounter] = {}
         # An httpx.AsyncClient is bound to the event loop it first ran on, so async clients are
         # kept per running loop (a later asyncio.run gets fresh ones).
@@ -305,17 +238,13 @@ class ModelRoles(Closing):
             )
         return url
 
-    def _engine_of(self, role: RoleName) -> str | None:
-        """The embedded engine serving ``role`` (None for a remote role; ``none`` when no
-        engine could start here)."""
-        if not self.settings(role).embedded:
-            return None
-        if self._embedded_engine is None:
-            try:
-                self._embedded_engine = choose_engine(self.config.engine).name
-            except EngineError:
-                self._embedded_engine = "none"
-        return self._embedded_engine
+    @functools.cached_property
+    def _engine_found(self) -> bool:
+        try:
+            choose_engine(self.config.engine)
+        except EngineError:
+            return False
+        return True
 
     def prefix_reloads(self) -> int:
         """Chat requests whose agent prefix had lost its engine slot to another prefix: more
@@ -323,8 +252,7 @@ class ModelRoles(Closing):
         return sum(pinning.affinity.reloads for pinning in self._pinnings)
 
     def tool_transcript(self, role: RoleName) -> Transcript:
-        """The role's tool transcript (``auto``: ``native``, which every supported server
-        renders)."""
+        """The role's tool transcript (``auto``: ``native``, which every server renders)."""
         setting = self.settings(role).tool_transcript
         return "native" if setting == "auto" else setting
 
@@ -336,11 +264,12 @@ class ModelRoles(Closing):
         return "json_schema" if settings.embedded else "tool_choice"
 
     def structured_method(self, role: RoleName) -> StructuredMethod:
-        """The role's structured-output method, with ``auto`` resolved by engine."""
-        setting = self.settings(role).structured_method
-        if setting != "auto":
-            return setting
-        return _AUTO_STRUCTURED.get(self._engine_of(role), "function_calling")
+        """The role's structured-output method; ``auto`` is ``json_schema`` on an embedded engine
+        that can start here (both engines enforce it), else function calling."""
+        settings = self.settings(role)
+        if settings.structured_method != "auto":
+            return settings.structured_method
+        return "json_schema" if settings.embedded and self._engine_found else "function_calling"
 
     def api_key(self, role: RoleName) -> str:
         """The API key for this role: from its named variable, or a placeholder."""
@@ -366,32 +295,27 @@ class ModelRoles(Closing):
         """A `ChatOpenAI` for the role; ``sampling`` and ``max_tokens`` override the role's
         defaults. Its ``metadata`` carries what `structured_call` and the team read."""
         settings = self.settings(role)
-        base_url = self.base_url(role)
-        api_key = self.api_key(role)
         chosen = sampling or SamplingSettings(
             temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k
         )
         cap = max_tokens or settings.max_tokens
-        extra_body: dict[str, Any] = {}
-        if settings.legacy_max_tokens:
-            extra_body["max_tokens"] = cap
-        if chosen.top_k is not None:
-            extra_body["top_k"] = chosen.top_k
-        template_kwargs = settings.chat_template_kwargs(self.config.model_name(role))
-        if template_kwargs is not None:
-            extra_body["chat_template_kwargs"] = template_kwargs
+        extra = {
+            "max_tokens": cap if settings.legacy_max_tokens else None,
+            "top_k": chosen.top_k,
+            "chat_template_kwargs": settings.chat_template_kwargs(self.config.model_name(role)),
+        }
         sync_client, async_client = self._http_clients(role)
         return RoleChatOpenAI(
             model=settings.model,
-            base_url=base_url,
-            api_key=SecretStr(api_key),
+            base_url=self.base_url(role),
+            api_key=SecretStr(self.api_key(role)),
             temperature=chosen.temperature,
             top_p=chosen.top_p,
             seed=chosen.seed,
             max_tokens=cap,  # type: ignore[call-arg]
             timeout=settings.timeout_s,
             max_retries=settings.max_retries,
-            extra_body=extra_body or None,
+            extra_body={name: value for name, value in extra.items() if value is not None} or None,
             callbacks=[self.ledger.callback(role)],
             http_client=sync_client,
             http_async_client=async_client,
@@ -426,15 +350,13 @@ class ModelRoles(Closing):
             if self._pinnings:
                 inner = transport or httpx.HTTPTransport(limits=limits)
                 transport = SlotPinningTransport(self._pinnings, inner)
-            sync_client = httpx.Client(
+            sync_client = self._sync_clients[role] = httpx.Client(
                 event_hooks={"request": [on_request]}, transport=transport, **options
             )
-            self._sync_clients[role] = sync_client
         try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        per_loop = self._async_clients.setdefault(loop, {}) if loop is not None else {}
+            per_loop = self._async_clients.setdefault(asyncio.get_running_loop(), {})
+        except RuntimeError:  # no running loop: a client for this call only
+            per_loop = {}
         async_client = per_loop.get(role)
         if async_client is None:
             async_transport = self._async_transport
@@ -442,10 +364,9 @@ class ModelRoles(Closing):
                 # One inner transport per client: its connections belong to this event loop.
                 async_inner = async_transport or httpx.AsyncHTTPTransport(limits=limits)
                 async_transport = AsyncSlotPinningTransport(self._pinnings, async_inner)
-            async_client = httpx.AsyncClient(
+            async_client = per_loop[role] = httpx.AsyncClient(
                 event_hooks={"request": [on_async_request]}, transport=async_transport, **options
             )
-            per_loop[role] = async_client
         return sync_client, async_client
 
     def token_counter(self, role: RoleName) -> TokenCounter:
@@ -453,14 +374,13 @@ class ModelRoles(Closing):
         counter = self._token_counters.get(role)
         if counter is None:
             settings = self.settings(role)
-            counter = ServerTokenCounter(
+            counter = self._token_counters[role] = ServerTokenCounter(
                 self.base_url(role),
                 settings.model,
                 api_key=self.api_key(role),
                 timeout_s=settings.timeout_s,
                 transport=self._transport,
             )
-            self._token_counters[role] = counter
         return counter
 
     def close(self) -> None:
@@ -471,3 +391,9 @@ class ModelRoles(Closing):
         for counter in self._token_counters.values():
             counter.close()
         self._token_counters.clear()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,22 +1,8 @@
-"""Pin each agent's prompt prefix to one llama.cpp server slot, and keep greedy answers
-repeatable, with ordinary chat requests only.
-
-The server keeps ``n_parallel`` slots, each with its own prompt cache, and a team alternates
-agents whose fixed prefixes (role, skills, tools) differ. So every chat request names its slot
-(``id_slot``): the one that last served the same prefix key (its tools and first message), else
-the least recently used; each prefix is computed once per slot, not once per question.
-
-Repeatable answers (``repeatable=True``): greedy output on llama.cpp depends slightly on which
-part of a prompt came from the cache and on what shares a batch. So one chat request runs at a
-time (a gate), each preceded on its slot by its key's priming request (`priming_body`), computed
-from scratch (``cache_prompt: false``) when the slot last served another key. The real request
-then reuses exactly the part it shares with the priming prompt, computed the same way every
-time: it answers the same whatever was served before and at any concurrency. The extra samples
-of an ``n`` > 1 request run on other slots (llama.cpp copies the prompt there), which then count
-as unprepared. Without ``repeatable`` requests are pinned but neither primed nor gated.
-
-Priming requests are engine upkeep, below the clients' accounting. Everything travels in chat
-request bodies, so it works against any llama.cpp server, not only the embedded one.
+"""Pin each agent's prompt prefix to one llama.cpp server slot (``id_slot``: the slot that last
+served the same tools and first message, else the least recently used) and, with ``repeatable``,
+prime that slot before each chat request and send one at a time, which makes greedy answers
+independent of history and concurrency (docs/ENGINE.md). Priming requests are engine upkeep,
+below the clients' accounting; all are ordinary chat requests, so any llama.cpp server works.
 """
 
 from __future__ import annotations
@@ -44,9 +30,7 @@ def _chat_payload(body: bytes) -> dict[str, Any] | None:
         payload = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
-    if not isinstance(payload, dict):
-        return None
-    messages = payload.get("messages")
+    messages = payload.get("messages") if isinstance(payload, dict) else None
     return payload if isinstance(messages, list) and messages else None
 
 
@@ -60,17 +44,16 @@ def priming_body(payload: dict[str, Any], slot: int, *, from_scratch: bool) -> d
     """The priming request of a chat request's prefix on ``slot``: its model, tools and first
     message, then `PRIMING_TEXT` as the user's turn, greedy, one token; computed without the
     slot's cache when ``from_scratch``."""
-    priming: dict[str, Any] = {
+    tools = {"tools": payload["tools"]} if payload.get("tools") else {}
+    return {
         "model": payload.get("model"),
         "messages": [payload["messages"][0], {"role": "user", "content": PRIMING_TEXT}],
         "max_tokens": 1,
         "temperature": 0.0,
         "id_slot": slot,
         "cache_prompt": not from_scratch,
+        **tools,
     }
-    if payload.get("tools"):
-        priming["tools"] = payload["tools"]
-    return priming
 
 
 class SlotAffinity:
@@ -79,8 +62,6 @@ class SlotAffinity:
     again: more than a few mean more prefixes than ``[engine] n_parallel``). Thread-safe."""
 
     def __init__(self, slots: int) -> None:
-        if slots < 1:
-            raise ValueError("a server needs at least one slot")
         self._slot_of: dict[str, int] = {}
         self._evicted: set[str] = set()
         self._last_use = [0] * slots
@@ -89,7 +70,6 @@ class SlotAffinity:
         self.reloads = 0
 
     def slot_for(self, key: str) -> int:
-        """The slot for ``key``."""
         with self._lock:
             self._clock += 1
             slot = self._slot_of.get(key)
@@ -116,8 +96,7 @@ class PinnedRequest:
 
 
 class SlotPinning:
-    """The slots of one llama.cpp server at ``base_url``: the prefix affinity, the gate and,
-    with ``repeatable``, the key each slot was last primed for."""
+    """One llama.cpp server's slots: the prefix affinity, the gate and each slot's primed key."""
 
     def __init__(self, base_url: str, slots: int, *, repeatable: bool) -> None:
         self.url = httpx.URL(base_url)
@@ -198,8 +177,10 @@ class _ReleaseOnce:
                 self._gate = None
 
 
-class _GatedStream(httpx.SyncByteStream):
-    def __init__(self, inner: httpx.SyncByteStream, release: _ReleaseOnce) -> None:
+class _GatedStream(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A response body, sync or async like the inner one, that opens the gate once done."""
+
+    def __init__(self, inner: Any, release: _ReleaseOnce) -> None:
         self._inner = inner
         self._release = release
 
@@ -214,12 +195,6 @@ class _GatedStream(httpx.SyncByteStream):
             self._inner.close()
         finally:
             self._release()
-
-
-class _AsyncGatedStream(httpx.AsyncByteStream):
-    def __init__(self, inner: httpx.AsyncByteStream, release: _ReleaseOnce) -> None:
-        self._inner = inner
-        self._release = release
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
@@ -236,14 +211,10 @@ class _AsyncGatedStream(httpx.AsyncByteStream):
 
 
 def _gated(response: httpx.Response, release: _ReleaseOnce) -> httpx.Response:
-    """``response`` whose body releases the gate once read or closed (at once when the body is
-    already in memory: nothing of the server's is left to wait for)."""
+    """``response`` whose body opens the gate once read or closed (at once if already read)."""
     if isinstance(response.stream, httpx.ByteStream):
         release()
-    elif isinstance(response.stream, httpx.AsyncByteStream):
-        response.stream = _AsyncGatedStream(response.stream, release)
     else:
-        assert isinstance(response.stream, httpx.SyncByteStream)
         response.stream = _GatedStream(response.stream, release)
     return response
 
@@ -253,8 +224,7 @@ def _pinning_of(pinnings: Sequence[SlotPinning], url: httpx.URL) -> SlotPinning 
 
 
 class SlotPinningTransport(httpx.BaseTransport):
-    """A sync transport that pins the chat completions of each of ``pinnings``' servers (see
-    the module); every other request goes to ``inner`` unchanged."""
+    """Pins the chat completions of ``pinnings``' servers; other requests go to ``inner`` as is."""
 
     def __init__(self, pinnings: Sequence[SlotPinning], inner: httpx.BaseTransport) -> None:
         self._pinnings = tuple(pinnings)
@@ -283,8 +253,7 @@ class SlotPinningTransport(httpx.BaseTransport):
 
 
 class AsyncSlotPinningTransport(httpx.AsyncBaseTransport):
-    """The async twin of `SlotPinningTransport` (sharing its `SlotPinning`s, one gate per
-    server covers sync and async callers and every event loop)."""
+    """Async `SlotPinningTransport`: one gate per server covers sync, async and every loop."""
 
     def __init__(self, pinnings: Sequence[SlotPinning], inner: httpx.AsyncBaseTransport) -> None:
         self._pinnings = tuple(pinnings)

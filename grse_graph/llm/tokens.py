@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
@@ -16,12 +17,8 @@ logger = logging.getLogger(__name__)
 
 BYTES_PER_TOKEN_ESTIMATE = 4.0
 """UTF-8 bytes per token of the fallback estimate (English prose with BPE tokenizers)."""
-
-
-class TokenCounter(Protocol):
-    """Counts the tokens of a text."""
-
-    def __call__(self, text: str) -> int: ...
+TokenCounter = Callable[[str], int]
+"""Counts the tokens of a text."""
 
 
 @runtime_checkable
@@ -34,11 +31,6 @@ class CountsTokens(Protocol):
 def approximate_tokens(text: str) -> int:
     """An estimate: UTF-8 bytes / `BYTES_PER_TOKEN_ESTIMATE`, rounded up."""
     return math.ceil(len(text.encode("utf-8")) / BYTES_PER_TOKEN_ESTIMATE)
-
-
-def _server_root(base_url: str) -> str:
-    root = base_url.rstrip("/")
-    return root[: -len("/v1")] if root.endswith("/v1") else root
 
 
 class ServerTokenCounter:
@@ -54,7 +46,7 @@ class ServerTokenCounter:
         timeout_s: float = 30.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.root = _server_root(base_url)
+        self.root = base_url.rstrip("/").removesuffix("/v1")
         self.model = model
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
@@ -68,29 +60,22 @@ class ServerTokenCounter:
             reply = self._client.post(self.root + "/tokenize", json=body)
         except httpx.HTTPError:
             return None
-        if reply.status_code != 200:
-            return None
-        tokens = reply.json().get("tokens")
+        tokens = reply.json().get("tokens") if reply.status_code == 200 else None
         return len(tokens) if isinstance(tokens, list) else None
 
     def __call__(self, text: str) -> int:
         key = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        if key in self._cache:
-            return self._cache[key]
-        count: int | None = None
-        if self.exact:
-            count = self._ask(text)
-            if count is None:
+        if key not in self._cache:
+            count = self._ask(text) if self.exact else None
+            if count is None and self.exact:
                 self.exact = False
                 logger.warning(
                     "%s has no tokenize route; token counts are estimates (%.0f bytes/token)",
                     self.root,
                     BYTES_PER_TOKEN_ESTIMATE,
                 )
-        if count is None:
-            count = approximate_tokens(text)
-        self._cache[key] = count
-        return count
+            self._cache[key] = approximate_tokens(text) if count is None else count
+        return self._cache[key]
 
     def close(self) -> None:
         """Release the HTTP connection."""

@@ -1,11 +1,8 @@
-"""Endpoint failures of the one client path, as typed one-line errors.
-
-The OpenAI client retries, with backoff, what is transient on the wire (connections, timeouts,
-408/409/429 and 5xx; ``max_retries`` per role), but not a 200 answer whose body is not a chat
-completion: `call_with_reply_retries` asks again for those. Once the attempts are used up,
-`endpoint_error` names the role, the endpoint and the cause in one line; a 400 (asking again
-cannot help) becomes `ModelRequestRefused`, which callers that can lose one unit of work (a
-critic call) catch. Nothing from httpx or openai reaches the user as a traceback.
+"""Endpoint failures of the one client path, as typed one-line errors. The OpenAI client retries
+what is transient on the wire (``max_retries`` per role) but not a 200 answer whose body is not a
+chat completion: `call_with_reply_retries` asks again for those. A 400 (asking again cannot help)
+becomes `ModelRequestRefused`, which callers that can lose one unit of work (a critic call)
+catch; nothing from httpx or openai reaches the user as a traceback.
 """
 
 from __future__ import annotations
@@ -43,6 +40,10 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+def _refused(error: BaseException, where: str = "") -> ModelRequestRefused:
+    return ModelRequestRefused(f"{where}the model server refused the request: {_first_line(error)}")
+
+
 def describe(error: BaseException) -> str:
     """What went wrong, in a few words."""
     if isinstance(error, openai.APITimeoutError):
@@ -65,10 +66,7 @@ def describe(error: BaseException) -> str:
 def endpoint_error(role: str, base_url: str, attempts: int, error: BaseException) -> GrseError:
     """The one-line error for a call that failed after `attempts` HTTP attempts."""
     if isinstance(error, openai.BadRequestError):
-        return ModelRequestRefused(
-            f"{role} endpoint {base_url}: the model server refused the request: "
-            f"{_first_line(error)}"
-        )
+        return _refused(error, f"{role} endpoint {base_url}: ")
     return ModelEndpointError(
         f"{role} endpoint {base_url}: {describe(error)} "
         f"(gave up after {attempts} attempt{'s' if attempts != 1 else ''})"
@@ -77,13 +75,11 @@ def endpoint_error(role: str, base_url: str, attempts: int, error: BaseException
 
 @contextmanager
 def refusals_translated() -> Iterator[None]:
-    """Inside this block an `openai.BadRequestError` (from any chat model, not only the roles')
-    becomes `ModelRequestRefused`."""
+    """An `openai.BadRequestError` of any chat model inside becomes `ModelRequestRefused`."""
     try:
         yield
     except openai.BadRequestError as error:
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ModelRequestRefused(f"the model server refused the request: {first}") from error
+        raise _refused(error) from error
 
 
 @contextmanager

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TypedDict, Unpack
+from typing import Any
 
 _PARSERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"qwen|qwq|hermes"), "hermes"),
@@ -19,10 +19,7 @@ _PARSERS: tuple[tuple[re.Pattern[str], str], ...] = (
 def tool_call_parser(model: str) -> str | None:
     """vLLM ``--tool-call-parser`` for the model family, or None when unknown."""
     name = model.lower()
-    for pattern, parser in _PARSERS:
-        if pattern.search(name):
-            return parser
-    return None
+    return next((parser for pattern, parser in _PARSERS if pattern.search(name)), None)
 
 
 @dataclass(frozen=True)
@@ -71,18 +68,6 @@ def plan_vllm(
     return VllmPlan(command=command, warnings=warnings)
 
 
-class VllmOptions(TypedDict, total=False):
-    """`plan_vllm`'s keyword options, for calls that pass them through."""
-
-    tensor_parallel: int
-    data_parallel: int
-    max_model_len: int | None
-    host: str
-    port: int
-    served_name: str | None
-    executable: str
-
-
-def build_vllm_command(model: str, **options: Unpack[VllmOptions]) -> list[str]:
-    """The ``vllm serve`` argument list (see `plan_vllm` for the warnings)."""
+def build_vllm_command(model: str, **options: Any) -> list[str]:
+    """The ``vllm serve`` argument list: `plan_vllm`'s command (its options, without warnings)."""
     return plan_vllm(model, **options).command

@@ -1,8 +1,6 @@
-"""The embedded engine's process: llama.cpp's own server from the prebuilt ``xllamacpp`` wheel,
-run as ``python -m grse_graph.llm.xllamacpp_server LAUNCH_JSON`` with the flags a user's own
-``llama-server`` gets (`llama_server_command`), so both serve the same way. For repeatable
-greedy answers (`grse_graph.llm.slot_pinning`) the host-memory prompt cache is off (it would
-restore a slot from a prompt computed another way) and the client chooses the slots.
+"""The embedded engine's process: llama.cpp's server from the prebuilt ``xllamacpp`` wheel, run as
+``python -m grse_graph.llm.xllamacpp_server LAUNCH_JSON`` with the flags a user's own
+``llama-server`` gets (`llama_server_command`; docs/ENGINE.md gives the reason for each).
 """
 
 from __future__ import annotations
@@ -44,9 +42,8 @@ def llama_server_command(executable: str, launch: ServerLaunch) -> list[str]:
         "--port", str(launch.port),
         "--alias", launch.alias,
         "--parallel", str(launch.n_parallel),
-        # A KV stream per slot (llama.cpp's default, no --kv-unified), n_ctx each: in one
-        # buffer shared by the slots a request's attention spans the other slots' cells too,
-        # and greedy answers changed with what they held.
+        # A KV stream per slot (no --kv-unified), n_ctx each: in one shared buffer a request's
+        # attention spans the other slots' cells and greedy answers changed with what they held.
         "--ctx-size", str(launch.n_ctx * launch.n_parallel),
         "--threads", threads,
         "--threads-batch", threads,
@@ -108,23 +105,19 @@ def build_description() -> str:
     )
 
 
-def serve(launch: ServerLaunch) -> None:
-    """Serve until SIGTERM or SIGINT."""
+def main(argv: list[str]) -> int:
+    """Serve the launch given as JSON until SIGTERM or SIGINT."""
+    if len(argv) != 1:
+        print("usage: python -m grse_graph.llm.xllamacpp_server LAUNCH_JSON", file=sys.stderr)
+        return 2
     import xllamacpp
 
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    server = xllamacpp.Server(common_params(launch))
+    server = xllamacpp.Server(common_params(ServerLaunch.model_validate_json(argv[0])))
     print(f"grse: xllamacpp serving at {server.listening_address}", file=sys.stderr, flush=True)
     stop.wait()
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m grse_graph.llm.xllamacpp_server LAUNCH_JSON", file=sys.stderr)
-        return 2
-    serve(ServerLaunch.model_validate_json(argv[0]))
     return 0
 
 

@@ -75,7 +75,7 @@ def test_structured_output_into_a_pydantic_model(engine: LocalEngine) -> None:
 def test_tool_call(tmp_path: Path) -> None:
     # Through the agent loop, as a team runs it. SmolLM2's chat template has no tools, so the
     # call runs on the default model (Qwen2.5-Coder), which often writes the call as JSON text
-    # that the role's client reads back (`llm.text_tool_calls`).
+    # that the role's client reads back (`llm.tool_transcript`).
     turn = AgentTurnInput(
         index=0,
         agent="forecaster",

@@ -1,45 +1,35 @@
-"""Pydantic objects from chat models: a registry of methods, lenient parsing, one repair round.
-
-The method is chosen per role (`RoleSettings.structured_method`, carried in the model's
-``metadata`` under `STRUCTURED_METHOD_KEY`; default ``function_calling``); `registry.METHODS`
-holds them: a forced function call (`function_calling`) or JSON text (`text_json`). Every reply is
-read leniently (`lenient`) and validated; a bounded schema caps the reply (`budget`); a streamed
-reply is stopped once its tail repeats (`repetition`, counted as ``runaway_stops``). A failed
-attempt is shown back to the model with its problem once, then `StructuredOutputError`.
+"""Pydantic objects from chat models (`structured_call`): the role's method (`methods`), lenient
+parsing (`lenient`), a reply cap from a bounded schema (`budget`), a streamed reply stopped once
+its tail repeats (counted as ``runaway_stops``), and one repair round that shows the model its
+problem before `StructuredOutputError`.
 """
 
-from grse_graph.llm.structured.base import StructuredOutputMethod, json_request
 from grse_graph.llm.structured.budget import schema_token_budget
 from grse_graph.llm.structured.call import (
     STRUCTURED_STREAM_KEY,
-    StructuredAttempt,
-    StructuredOutcome,
     astructured_call,
     astructured_outcome,
     cap_parameters,
+    find_repetition,
     structured_call,
     structured_outcome,
 )
 from grse_graph.llm.structured.lenient import parse_json_object
-from grse_graph.llm.structured.registry import (
+from grse_graph.llm.structured.methods import (
     METHODS,
     SCHEMA_NARROWING_KEY,
     STRUCTURED_METHOD_KEY,
     enforces_schema,
+    json_request,
     schema_narrowing,
     structured_method,
 )
-from grse_graph.llm.structured.repetition import RepetitionLimits, find_repetition
 
 __all__ = [
     "METHODS",
     "SCHEMA_NARROWING_KEY",
     "STRUCTURED_METHOD_KEY",
     "STRUCTURED_STREAM_KEY",
-    "RepetitionLimits",
-    "StructuredAttempt",
-    "StructuredOutcome",
-    "StructuredOutputMethod",
     "astructured_call",
     "astructured_outcome",
     "cap_parameters",

@@ -1,8 +1,7 @@
-"""How many tokens a schema's largest valid object can need: the cap a structured reply needs.
-
-A reply past it is a runaway, so a cap sized to the schema stops it early without cutting a
-valid answer. Only a bounded schema has one (every string with a ``maxLength`` or ``enum``,
-every array with a ``maxItems``); otherwise `schema_token_budget` is None.
+"""How many tokens a schema's largest valid object can need: the cap a structured reply needs. A
+reply past it is a runaway, so a cap sized to the schema stops it early without cutting a valid
+answer. Only a bounded schema has one (every string with a ``maxLength`` or ``enum``, every array
+with a ``maxItems``).
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ BUDGET_OVERHEAD_TOKENS = 32
 """Tokens added for an opening code fence, a stop token and similar framing."""
 
 _SCALAR_CHARS = {"integer": 20, "number": 24, "boolean": 5, "null": 4}
-_COMBINERS = ("anyOf", "oneOf")
 
 
 def _resolve(node: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -47,7 +45,7 @@ def _max_chars(node: Mapping[str, Any], root: Mapping[str, Any], depth: int = 0)
         return len(json.dumps(node["const"]))
     if "enum" in node:
         return max((len(json.dumps(value)) for value in node["enum"]), default=2)
-    for combiner in (*_COMBINERS, "allOf"):
+    for combiner in ("anyOf", "oneOf", "allOf"):
         if combiner in node:
             sizes = [_max_chars(variant, root, depth + 1) for variant in node[combiner]]
             if any(size is None for size in sizes):
@@ -86,9 +84,7 @@ def _max_chars(node: Mapping[str, Any], root: Mapping[str, Any], depth: int = 0)
 
 
 def schema_token_budget(schema: type[BaseModel] | Mapping[str, Any]) -> int | None:
-    """Tokens the largest object of ``schema`` needs (with `BUDGET_MARGIN` and
-    `BUDGET_OVERHEAD_TOKENS`), or None when the schema bounds no size (see the module
-    docstring)."""
+    """Tokens the largest object of ``schema`` needs, margins included; None when unbounded."""
     document = schema.model_json_schema() if isinstance(schema, type) else schema
     chars = _max_chars(document, document)
     if chars is None:

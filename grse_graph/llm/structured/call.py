@@ -16,11 +16,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from grse_graph.errors import RunawayGenerationStopped, StructuredOutputError
 from grse_graph.llm.config import StructuredMethod
-from grse_graph.llm.structured.base import MAX_SHOWN_CHARS, MethodRequest, StructuredOutputMethod
 from grse_graph.llm.structured.budget import schema_token_budget
 from grse_graph.llm.structured.lenient import parse_json_object
-from grse_graph.llm.structured.registry import METHODS, structured_method
-from grse_graph.llm.structured.repetition import Repetition, RepetitionLimits, RepetitionWatch
+from grse_graph.llm.structured.methods import (
+    MAX_SHOWN_CHARS,
+    METHODS,
+    StructuredOutputMethod,
+    structured_method,
+)
 from grse_graph.llm.transport import refusals_translated
 from grse_graph.validation_text import describe_validation_error
 
@@ -30,6 +33,49 @@ STRUCTURED_STREAM_KEY = "grse_structured_stream"
 """Model ``metadata`` key: stream structured replies under a repetition watch."""
 
 _log = logging.getLogger(__name__)
+
+# A runaway tail (small models loop to the token cap, in a grammar or not): _MIN_REPEATS copies of
+# a passage of at most _MAX_PERIOD characters spanning _MIN_SPAN; a stream shows it after a few
+# copies and is checked every _CHECK_EVERY new characters, negligible beside generation.
+_MIN_REPEATS = 4
+_MIN_SPAN = 160
+_MAX_PERIOD = 1200
+_CHECK_EVERY = 32
+
+
+@dataclass(frozen=True)
+class Repetition:
+    """A repeating tail: ``period`` characters repeated ``repeats`` times."""
+
+    period: int
+    repeats: int
+
+    def describe(self) -> str:
+        """One line for logs and the repair message."""
+        return (
+            f"the same {self.period}-character passage was repeated {self.repeats} times in a row"
+        )
+
+
+def find_repetition(text: str) -> Repetition | None:
+    """The shortest period whose copies make up a long enough tail of ``text``, or None."""
+    length = len(text)
+    for period in range(1, min(_MAX_PERIOD, length // _MIN_REPEATS) + 1):
+        needed = max(_MIN_REPEATS * period, _MIN_SPAN)
+        if needed > length:
+            continue
+        # The last `needed` characters are `period`-periodic when they equal themselves shifted.
+        if text[length - needed + period :] != text[length - needed : length - period]:
+            continue
+        span = needed
+        while (
+            span + period <= length
+            and text[length - span - period : length - span]
+            == text[length - span : length - span + period]
+        ):
+            span += period
+        return Repetition(period=period, repeats=span // period)
+    return None
 
 
 class StructuredAttempt(BaseModel):
@@ -89,72 +135,38 @@ def cap_parameters(model: BaseChatModel, schema: type[BaseModel]) -> dict[str, A
 
 
 class _Streamed:
-    """A streamed reply as it arrives, under a repetition watch."""
+    """A streamed reply as it arrives, its tail checked for repetition (`find_repetition`)."""
 
-    def __init__(self, model: BaseChatModel, limits: RepetitionLimits) -> None:
+    def __init__(self, model: BaseChatModel) -> None:
         self._role = (getattr(model, "metadata", None) or {}).get("grse_role", "model")
-        self._watch = RepetitionWatch(limits)
         self._message: AIMessageChunk | None = None
         self._chunks = 0
+        self._text = ""
+        self._checked_at = 0
+        self._runaway: Repetition | None = None
 
     def add(self, chunk: AIMessageChunk) -> RunawayGenerationStopped | None:
         """Take ``chunk``; the stop to throw into the stream once the reply's tail repeats."""
         self._chunks += 1
         self._message = chunk if self._message is None else self._message + chunk
         arguments = "".join(str(piece.get("args") or "") for piece in chunk.tool_call_chunks)
-        repetition = self._watch.feed(chunk.text + arguments)
-        if repetition is None:
+        self._text += chunk.text + arguments
+        if len(self._text) - self._checked_at < _CHECK_EVERY:
+            return None
+        self._checked_at = len(self._text)
+        self._runaway = find_repetition(self._text)
+        if self._runaway is None:
             return None
         return RunawayGenerationStopped(
-            f"{self._role} reply stopped early: {repetition.describe()}"
+            f"{self._role} reply stopped early: {self._runaway.describe()}"
         )
 
     def reply(self) -> _Reply:
-        return _Reply(self._message, self._watch.runaway, self._chunks)
+        return _Reply(self._message, self._runaway, self._chunks)
 
 
-def _stream_sync(
-    request: MethodRequest, history: list[BaseMessage], limits: RepetitionLimits, **parameters: Any
-) -> _Reply:
-    streamed = _Streamed(request.model, limits)
-    stream = cast(
-        Generator[AIMessageChunk, None, None], request.model.stream(history, **parameters)
-    )
-    try:
-        for chunk in stream:
-            if (stop := streamed.add(chunk)) is not None:
-                # Thrown into the model's own stream: its callbacks (the usage ledger) see it.
-                with suppress(RunawayGenerationStopped):
-                    stream.throw(stop)
-                break
-    finally:
-        stream.close()
-    return streamed.reply()
-
-
-async def _stream_async(
-    request: MethodRequest, history: list[BaseMessage], limits: RepetitionLimits, **parameters: Any
-) -> _Reply:
-    streamed = _Streamed(request.model, limits)
-    stream = cast(
-        AsyncGenerator[AIMessageChunk, None], request.model.astream(history, **parameters)
-    )
-    try:
-        async for chunk in stream:
-            if (stop := streamed.add(chunk)) is not None:
-                with suppress(RunawayGenerationStopped):
-                    await stream.athrow(stop)
-                break
-    finally:
-        await stream.aclose()
-    return streamed.reply()
-
-
-@dataclass(frozen=True)
-class _Read(Generic[T]):
-    parsed: T | None
-    attempt: StructuredAttempt
-    shown: str
+_Read = tuple[T | None, StructuredAttempt, str]
+"""The object read (None: none), the attempt, and the reply as shown back to the model."""
 
 
 def _read(
@@ -170,7 +182,7 @@ def _read(
             streamed_chunks=reply.chunks,
             seconds=seconds,
         )
-        return _Read(parsed, attempt, shown[:MAX_SHOWN_CHARS])
+        return parsed, attempt, shown[:MAX_SHOWN_CHARS]
 
     if reply.message is None:
         return read(None, "the model returned nothing", "(empty reply)")
@@ -187,10 +199,7 @@ def _read(
     found = parse_json_object(text.json_text)
     if found.value is None:
         no_object = found.problem == "the reply contains no JSON object"
-        problem = (
-            text.problem_without_json if no_object and text.problem_without_json else found.problem
-        )
-        return read(None, problem, text.shown)
+        return read(None, (no_object and text.problem_without_json) or found.problem, text.shown)
     try:
         return read(schema.model_validate(found.value), repair=found.repair)
     except ValidationError as error:
@@ -204,8 +213,6 @@ class StructuredOptions(TypedDict, total=False):
     """Repair rounds after the first request (default 1)."""
     method: StructuredMethod | None
     """The structured-output method (default None: the one in the model's metadata)."""
-    limits: RepetitionLimits | None
-    """The repetition watch of a streamed reply (default None: `RepetitionLimits()`)."""
 
 
 class _Call(Generic[T]):
@@ -223,7 +230,6 @@ class _Call(Generic[T]):
         self.request = self.method.request(model, schema, messages)
         self.parameters = {**self.request.parameters, **cap_parameters(model, schema)}
         self.streamed = bool((getattr(model, "metadata", None) or {}).get(STRUCTURED_STREAM_KEY))
-        self.limits = options.get("limits") or RepetitionLimits()
         self.max_repairs = options.get("max_repairs", 1)
         self.history = list(self.request.opening)
         self.attempts: list[StructuredAttempt] = []
@@ -231,35 +237,54 @@ class _Call(Generic[T]):
 
     @property
     def pending(self) -> bool:
-        """No valid object yet and a request left."""
         return self.value is None and len(self.attempts) <= self.max_repairs
 
     def ask(self) -> _Reply:
+        model, history, options = self.request.model, self.history, self.parameters
         with refusals_translated():
-            if self.streamed:
-                return _stream_sync(self.request, self.history, self.limits, **self.parameters)
-            return _Reply(_as_message(self.request.model.invoke(self.history, **self.parameters)))
+            if not self.streamed:
+                return _Reply(_as_message(model.invoke(history, **options)))
+            streamed = _Streamed(model)
+            stream = cast(Generator[AIMessageChunk, None, None], model.stream(history, **options))
+            try:
+                for chunk in stream:
+                    if (stop := streamed.add(chunk)) is not None:
+                        # Thrown into the model's own stream: its callbacks (the ledger) see it.
+                        with suppress(RunawayGenerationStopped):
+                            stream.throw(stop)
+                        break
+            finally:
+                stream.close()
+            return streamed.reply()
 
     async def aask(self) -> _Reply:
+        model, history, options = self.request.model, self.history, self.parameters
         with refusals_translated():
-            if self.streamed:
-                return await _stream_async(
-                    self.request, self.history, self.limits, **self.parameters
-                )
-            return _Reply(
-                _as_message(await self.request.model.ainvoke(self.history, **self.parameters))
-            )
+            if not self.streamed:
+                return _Reply(_as_message(await model.ainvoke(history, **options)))
+            streamed = _Streamed(model)
+            stream = cast(AsyncGenerator[AIMessageChunk, None], model.astream(history, **options))
+            try:
+                async for chunk in stream:
+                    if (stop := streamed.add(chunk)) is not None:
+                        with suppress(RunawayGenerationStopped):
+                            await stream.athrow(stop)
+                        break
+            finally:
+                await stream.aclose()
+            return streamed.reply()
 
     def record(self, reply: _Reply, started: float) -> None:
-        read = _read(self.method, self.schema, reply, time.perf_counter() - started)
-        self.attempts.append(read.attempt)
-        if read.attempt.runaway:
-            _log.warning("%s: %s", self.schema.__name__, read.attempt.runaway)
-        self.value = read.parsed
-        if read.parsed is None and self.pending:
-            problem = f"That output is not a valid {self.schema.__name__}: {read.attempt.problem}"
+        self.value, attempt, shown = _read(
+            self.method, self.schema, reply, time.perf_counter() - started
+        )
+        self.attempts.append(attempt)
+        if attempt.runaway:
+            _log.warning("%s: %s", self.schema.__name__, attempt.runaway)
+        if self.value is None and self.pending:
+            problem = f"That output is not a valid {self.schema.__name__}: {attempt.problem}"
             again = HumanMessage(content=f"{problem}\n{self.method.ask_again(self.schema)}")
-            self.history += [AIMessage(content=read.shown), again]
+            self.history += [AIMessage(content=shown), again]
 
     def outcome(self) -> StructuredOutcome[T]:
         if self.value is not None:

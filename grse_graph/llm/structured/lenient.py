@@ -1,10 +1,8 @@
-"""Read one JSON object out of a model's text, forgiving the usual small-model slips.
-
-The first that yields an object wins: a balanced top-level ``{...}`` as it is (prose and code
-fences around it ignored); the same with Python literals and trailing commas fixed; a truncated
-last object (the reply hit its cap) closed, when cut after a complete value; else that object
-up to its last complete list item (a critic cut off in its fourth diagnosis keeps three).
-Validation against the schema comes after and decides whether the object is usable.
+"""Read one JSON object out of a model's text, forgiving the usual small-model slips. The first
+that yields an object wins: a balanced top-level ``{...}`` (prose and code fences around it
+ignored); the same with Python literals and trailing commas fixed; a truncated last object (the
+reply hit its cap) closed, when cut after a complete value; else that object up to its last
+complete list item (a critic cut off in its fourth diagnosis keeps three).
 """
 
 from __future__ import annotations
@@ -18,6 +16,8 @@ from typing import Any
 _PYTHON_LITERALS = {"True": "true", "False": "false", "None": "null"}
 _WORD = re.compile(r"[A-Za-z_]+")
 _CLOSERS = {"{": "}", "[": "]"}
+# A JSON string from its opening quote: escapes skipped, to its closing quote (group 1) or the end.
+_STRING = re.compile(r'"(?:[^"\\]|\\.|\\\Z)*(?:(")|\Z)', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -30,25 +30,9 @@ class LenientJson:
 
 
 def _strings(text: str, start: int) -> Iterator[tuple[int, int, bool]]:
-    """(opening quote, index after the closing quote, closed) of each JSON string from
-    ``start``; an unclosed string ends at ``len(text)`` and is the last one."""
-    index = text.find('"', start)
-    while index != -1:
-        position, escaped = index + 1, False
-        while position < len(text):
-            char = text[position]
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                break
-            position += 1
-        if position >= len(text):
-            yield index, len(text), False
-            return
-        yield index, position + 1, True
-        index = text.find('"', position + 1)
+    """(opening quote, index past the closing one, closed) of each JSON string from ``start``."""
+    for match in _STRING.finditer(text, start):
+        yield match.start(), match.end(), match.group(1) is not None
 
 
 def _brackets(text: str, start: int) -> Iterator[tuple[int, str, bool]]:
@@ -94,7 +78,6 @@ def object_spans(text: str) -> tuple[list[str], str | None]:
 
 
 def _outside_strings(text: str, fix: Any) -> str:
-    """Apply ``fix`` to the stretches of ``text`` that are not inside JSON strings."""
     pieces: list[str] = []
     position = 0
     for opening, end, _ in _strings(text, 0):
@@ -109,9 +92,9 @@ def _fix_literals_and_commas(code: str) -> str:
     return re.sub(r",(\s*[}\]])", r"\1", code)
 
 
-def _loads_object(text: str) -> dict[str, Any] | None:
+def _loads_object(text: str | None) -> dict[str, Any] | None:
     try:
-        value = json.loads(text)
+        value = None if text is None else json.loads(text)
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
@@ -149,34 +132,27 @@ def _without_partial_item(truncated: str) -> str | None:
     return fixed[:end] + "".join(_CLOSERS[opener] for opener in reversed(open_brackets))
 
 
+def _candidates(spans: list[str], unclosed: str | None) -> Iterator[tuple[str | None, str]]:
+    yield from ((span, "") for span in spans)
+    yield from ((_outside_strings(span, _fix_literals_and_commas), "literals") for span in spans)
+    if unclosed is not None:
+        yield _closed(unclosed), "closed"
+        yield _without_partial_item(unclosed), "dropped_tail"
+
+
 def parse_json_object(text: str) -> LenientJson:
     """The first JSON object in ``text`` (see the module docstring for what is forgiven)."""
     spans, unclosed = object_spans(text)
-    if not spans and unclosed is None:
-        return LenientJson(None, "the reply contains no JSON object")
-    first_problem = ""
-    for span in spans:
-        try:
-            value = json.loads(span)
-        except json.JSONDecodeError as error:
-            first_problem = first_problem or f"the reply is not valid JSON: {error}"
-            continue
-        if isinstance(value, dict):
-            return LenientJson(value, "")
-    for span in spans:
-        value = _loads_object(_outside_strings(span, _fix_literals_and_commas))
+    for candidate, repair in _candidates(spans, unclosed):
+        value = _loads_object(candidate)
         if value is not None:
-            return LenientJson(value, "", repair="literals")
+            return LenientJson(value, "", repair)
+    problem = "the reply contains no JSON object"
     if unclosed is not None:
-        closed = _closed(unclosed)
-        value = _loads_object(closed) if closed is not None else None
-        if value is not None:
-            return LenientJson(value, "", repair="closed")
-        without = _without_partial_item(unclosed)
-        value = _loads_object(without) if without is not None else None
-        if value is not None:
-            return LenientJson(value, "", repair="dropped_tail")
-        first_problem = first_problem or (
-            "the reply is not valid JSON: the object is cut off before its end"
-        )
-    return LenientJson(None, first_problem or "the reply contains no JSON object")
+        problem = "the reply is not valid JSON: the object is cut off before its end"
+    for span in spans[:1]:  # the first span did not parse: its error is the one to show
+        try:
+            json.loads(span)
+        except json.JSONDecodeError as error:
+            problem = f"the reply is not valid JSON: {error}"
+    return LenientJson(None, problem)

@@ -41,8 +41,8 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from grse_graph.errors import ConfigError
-from grse_graph.llm.structured.base import json_request
 from grse_graph.llm.structured.budget import BUDGET_OVERHEAD_TOKENS, CHARS_PER_TOKEN
+from grse_graph.llm.structured.methods import json_request
 from grse_graph.llm.tokens import TokenCounter, approximate_tokens
 from grse_graph.methods.grse import prompts
 from grse_graph.methods.grse.critic_schema import (

@@ -10,7 +10,7 @@ from langchain_core.messages import HumanMessage
 
 from grse_graph.llm import load_config
 from grse_graph.llm.accounting import UsageLedger
-from grse_graph.llm.affinity import affinity, current_key, question_key
+from grse_graph.llm.affinity import affinity, question_key, stamp
 from grse_graph.llm.roles import ModelRoles
 from grse_graph.training.nodes.rollouts import isolated
 from tests.unit.llm.test_llm_roles_accounting import Server, _completion
@@ -69,7 +69,9 @@ def test_concurrent_units_keep_their_own_keys() -> None:
 
 def test_a_team_run_outside_the_graph_context_keeps_only_the_question_key() -> None:
     async def key_inside() -> str | None:
-        return current_key()
+        request = httpx.Request("GET", "http://127.0.0.1:9/v1/models")
+        stamp(request, ["X-Key"])
+        return request.headers.get("X-Key")
 
     async def main() -> str | None:
         with affinity("outer"):

@@ -12,7 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from grse_graph.llm import ModelRoles, UsageLedger, load_config
-from grse_graph.llm.text_tool_calls import recover_tool_calls
+from grse_graph.llm.tool_transcript import recover_tool_calls
 from grse_graph.team.agent import run_agent_turn
 from tests.fakes import chat_completion
 from tests.unit.team.test_tool_transcript import TURN
