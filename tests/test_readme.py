@@ -23,7 +23,8 @@ MARKER = "<!-- readme-test: "
 BLOCK = re.compile(r"<!-- readme-test: (\w+) -->\s*```python\n(.*?)```", re.DOTALL)
 EXAMPLES = {
     "unit": 2,
-    "engine": 2,
+    "engine": 1,
+    "fake": 1,
     "api": 2,
     "docs": 1,
     "studio": 1,
@@ -86,6 +87,35 @@ def test_readme_engine_example_runs(code: str, small_engine_url: str) -> None:
     assert '"prompt_tokens"' in out
 
 
+@pytest.mark.parametrize("code", readme_examples("fake"))
+def test_docs_example_for_any_server_runs_against_the_fake_server(code: str) -> None:
+    # An example written for whatever server GRSE_ACTOR_BASE_URL names; its agents' path to
+    # the engine is an integration test of its own (tests/integration/test_own_agents_engine.py).
+    with FakeOpenAIServer() as server:
+        out = run_example(code, server.env())
+    assert '"prompt_tokens"' in out
+
+
+def readme_api_example() -> str:
+    """The Python API example of the README's "Python API" section."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    (code,) = [code for tag, code in BLOCK.findall(section) if tag == "api"]
+    return code
+
+
+@pytest.mark.engine
+def test_readme_python_api_example_runs_on_the_engine(small_engine_url: str) -> None:
+    # train(), evaluate() and export_pack() as a reader runs them, every role on the embedded
+    # small model (the caps keep its runaway generations short).
+    env = {f"GRSE_{role}_BASE_URL": small_engine_url for role in ("ACTOR", "CRITIC", "OPTIMIZER")}
+    env |= {"GRSE_ACTOR_MAX_TOKENS": "64", "GRSE_CRITIC_MAX_TOKENS": "300"}
+    env |= {"GRSE_OPTIMIZER_MAX_TOKENS": "300", "LANGSMITH_TRACING": "false"}
+    out = run_example(readme_api_example(), env)
+    assert "iteration 1: validation" in out and "pack " in out
+    assert re.search(r"^test reward \d\.\d\d on 4 questions$", out, re.MULTILINE), out
+
+
 @pytest.mark.parametrize("code", readme_examples("api"))
 def test_readme_python_api_example_runs_against_the_fake_server(code: str) -> None:
     # No engine: every role points at the fake OpenAI-compatible server, as a reader's
@@ -99,9 +129,7 @@ def test_readme_python_api_example_runs_against_the_fake_server(code: str) -> No
 
 
 def test_readme_python_api_trains_evaluates_and_ships_from_grse_graph_alone() -> None:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Python API", 1)[1].split("\n## ", 1)[0]
-    (code,) = [code for tag, code in BLOCK.findall(section) if tag == "api"]
+    code = readme_api_example()
     assert re.findall(r"^from (grse_graph\S*) import", code, re.MULTILINE) == ["grse_graph"]
     calls = [code.index(f"{name}(") for name in ("train", "evaluate", "export_pack")]
     assert calls == sorted(calls)

@@ -15,9 +15,11 @@ from rich.table import Table
 from grse_graph.checkpointing import CheckpointerSpec
 from grse_graph.cli.option_groups import typer_command
 from grse_graph.cli.options import JsonOption, PanelledCommand, print_json, report_console
+from grse_graph.cli.train_options import given
 from grse_graph.cli.train_setup import TrainOptions, build_train_config
 from grse_graph.llm import LLMConfig, load_config
 from grse_graph.output import output_console
+from grse_graph.probes import ProbeSettings
 from grse_graph.tasks.base import Task
 from grse_graph.tasks.planted import PlantedLibrary, demo_planted
 from grse_graph.training.config import TrainConfig
@@ -238,19 +240,26 @@ def _demo_config(
     batch_size: int,
     test_limit: int | None,
     tool_protocol: str | None = None,
+    probe_sizes: dict[str, int] | None = None,
 ) -> tuple[TrainConfig, int]:
     """The demo's config and its test limit: learning from empty libraries (first
     DEMO_TEST_LIMIT test questions by default), or repairing the planted one (all).
-    `tool_protocol` None keeps the config's default (function calling)."""
+    `tool_protocol` None keeps the config's default (function calling); `probe_sizes`
+    (`questions`, `budget`) shrink the repair's probe."""
     changes: dict[str, Any] = {
         "iterations": iterations,
         "batch_size": batch_size,
         "tool_protocol": tool_protocol,
     }
+    if probe_sizes and (planted is None or not probe):
+        raise typer.BadParameter("--probe-questions and --probe-budget size the repair's probe")
     if planted is None:
         config = learning_config(**changes)
         return config, DEMO_TEST_LIMIT if test_limit is None else test_limit
     config = repair_config(planted, probe=probe, **changes)
+    if probe_sizes and config.probe is not None:
+        sized = ProbeSettings.model_validate({**config.probe.model_dump(), **probe_sizes})
+        config = config.model_copy(update={"probe": sized})
     return config, 0 if test_limit is None else test_limit
 
 
@@ -311,6 +320,14 @@ def demo(
             "beside the critic's; --no-probe: the paper's GRSE alone",
         ),
     ] = True,
+    probe_questions: Annotated[
+        int | None,
+        typer.Option(min=1, help="training questions the probe measures on (default: all 24)"),
+    ] = None,
+    probe_budget: Annotated[
+        int | None,
+        typer.Option(min=1, help="team runs the probe may make (default: 120)"),
+    ] = None,
     critic_model: Annotated[
         str | None,
         typer.Option(help="embedded model of the critic (default: the demo's choice)"),
@@ -341,6 +358,7 @@ def demo(
         batch_size=batch_size,
         test_limit=test_limit,
         tool_protocol=tool_protocol,
+        probe_sizes=given(questions=probe_questions, budget=probe_budget),
     )
     run = RunFolder(out or default_run_dir("demo"))
     llm = load_config(

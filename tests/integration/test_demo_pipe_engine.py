@@ -1,11 +1,14 @@
 """`grse demo` as a user types it, its output piped to a file (`grse demo > demo.log`): the
-smallest sizes, the actor on the embedded small model, no probe credit. The log must read as a
-log (every table row whole on one line, nothing wrapped inside a cell) and the run's report.md
-must hold the planted-skill table the terminal showed.
+smallest sizes, the actor on the embedded small model, a probe of two questions. The log must
+read as a log (every table row whole on one line, nothing wrapped inside a cell); the run's
+report.md must hold the planted-skill table the terminal showed and the test comparison of
+both libraries question by question; the first plan must carry every planted skill's measured
+effect, a harmful one as low utility.
 
 The critic and the optimizer answer from the fake OpenAI-compatible server, as a remote critic
 would through `GRSE_CRITIC_BASE_URL`: on the small model their four 700-token critic calls took
-373 s of the demo's 490 s, and what this test checks is the output, not the critic.
+373 s of the demo's 490 s, and what this test checks is the output, the probe's credit and the
+comparison, not the critic.
 
     python -m pytest -m engine tests/integration/test_demo_pipe_engine.py
 """
@@ -19,11 +22,15 @@ from pathlib import Path
 
 import pytest
 
+from grse_graph.tasks.planted import demo_planted
 from grse_graph.training.planted_table import PLANTED_TITLE
+from grse_graph.training.run_folder import RunFolder
 from tests.fakeserver import FakeOpenAIServer
 
 DEMO_TIMEOUT_S = 1200
 """A guard against a hung demo, not a bound."""
+PROBE_BUDGET = 10
+"""Leave-one-out over the four planted skills on two questions: 2 x (4 + 1) team runs."""
 BORDER_CHARS = set("─━│┃┏┓┗┛┡┩└┘├┤┼╇╈┳┻┬┴═║╔╗╚╝ ")
 
 
@@ -54,7 +61,8 @@ def test_a_piped_small_demo_prints_whole_rows_and_reports_the_planted_table(
     assert grse is not None, "the grse command is not installed (pip install -e '.[local]')"
     command = [
         *(grse, "demo"),
-        *("--model", "small", "--batch-size", "1", "--test-limit", "2", "--no-probe"),
+        *("--model", "small", "--batch-size", "1", "--test-limit", "2"),
+        *("--probe-questions", "2", "--probe-budget", str(PROBE_BUDGET)),
         *("--out", str(run)),
     ]
     with server, log.open("w", encoding="utf-8") as out:
@@ -86,3 +94,18 @@ def test_a_piped_small_demo_prints_whole_rows_and_reports_the_planted_table(
     for row in rows:
         skill = [cell.strip() for cell in row.strip("│┃| ").split("│")][1]
         assert skill in report, skill
+    # Both libraries tested on the same two questions and compared one by one.
+    assert "## Test: planted vs trained libraries" in report
+    assert "2 test questions, greedy decoding" in report
+    # The probe measured every planted skill, and its effects entered the first plan.
+    folder = RunFolder(run)
+    probe = folder.probe_results.get("1")
+    assert probe is not None and probe.result.runs == PROBE_BUDGET
+    plan = folder.aggregates.get("1")
+    assert plan is not None
+    planted = {(s.agent, s.skill) for s in demo_planted().skills}
+    assert {(e.agent, e.skill_id) for e in plan.result.probe_evidence} == planted
+    for evidence in plan.result.probe_evidence:
+        if evidence.verdict == "hurts":
+            direction = plan.result.direction(evidence.agent, evidence.skill_id)
+            assert direction is not None and direction.verdict == "low_utility"

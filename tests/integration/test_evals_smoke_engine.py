@@ -5,21 +5,21 @@ network for Hugging Face (`HF_HUB_OFFLINE=1`). Each script starts its own embedd
 (the smoke size's small model) unless the environment points the roles elsewhere.
 
 `--smoke` reads the invented fixtures shipped in the package (grse_graph/reproduce/fixtures), so
-the test needs neither ../shared/data nor the network; Tables 4 and 5 run on their own data.
-Each table must exit 0 and write its table with no FAILED cell; a cell without a value must be
-one the smoke size does not run, and the header must list it.
+the test needs neither ../shared/data nor the network. Each table must exit 0 and write its
+table with no FAILED cell; a cell without a value must be one the smoke size does not run, and
+the header must list it.
 
 Against the fake server, tests/unit/evals/test_smoke_budget.py runs all eight tables the same
-way, in one results folder and in the order their runs build on each other (T3, T6, T9 and T11
-reuse the runs of T1 and T2), and keeps what each asks of the model under a ceiling
-(`python -m tests.unit.evals.smoke_budget` prints the counts).
+way, in one results folder and in the order their runs build on each other, and keeps what each
+asks of the model under a ceiling (`python -m tests.unit.evals.smoke_budget` prints the counts);
+tests/unit/evals/test_reproduce_fake_server.py runs one through `--config`.
 
-On the engine, to keep CI inside its time (Table 1 alone took 510 s on 2 cores): Table 1 here,
-as a user types it (the HotpotQA fixtures it reads by default, the prompting baselines, and
-MASkills and both GRSE variants trained), and Tables 4 and 5 through `--config` on a server of
-their own (tests/integration/test_evals_config_engine.py: the LoCoMo fixtures, GRSE and
-MASkills trained). The other tables train the same methods with other settings or reuse these
-runs, so their path to the model is the one tested here.
+On the engine, to keep CI inside its time (Table 1 alone took 414 s on 2 cores): Tables 4 and 5,
+the cheapest that train both methods (the LoCoMo fixtures, the retriever's `<grep>` text calls,
+the perturbed library, its helpful skills alone, MASkills and GRSE). The run folders of the two
+trainings are then checked as the training loop writes them: the other tables train the same
+methods with other settings or reuse these runs, so their path to the model is the one tested
+here.
 
     python -m pytest -m engine tests/integration/test_evals_smoke_engine.py
 """
@@ -36,20 +36,21 @@ from typing import Any
 
 import pytest
 
+from grse_graph.methods.grse.method import CritiqueRecord
+from grse_graph.methods.maskills import MaskillsRecord
 from grse_graph.reproduce.registry import TABLES
 from grse_graph.reproduce.table import NOT_RUN_AT_SIZE
+from grse_graph.training.run_folder import RunFolder
 
 REPO = Path(__file__).resolve().parents[2]
 OUTPUTS = {"table4_5": ("table4", "table5")}
 ALWAYS_MEASURED = {
-    "table1": "Empty library",
+    "table4": "Perturbed library",
 }
 """A row of each table whose cells must hold values on the engine (the team answered)."""
 DATA_VARIABLES = ("GRSE_SHARED_DATA", "GRSE_HOTPOTQA", "GRSE_LOCOMO")
-ON_THE_ENGINE = ("table1",)
-"""The tables this test runs (see the module doc for the others)."""
 TABLE_TIMEOUT_S = 1800
-"""A guard against a hung table (Table 1's smoke took 432-510 s on 2 cores), not a bound."""
+"""A guard against a hung table (Table 4/5's smoke took about 190 s on 2 cores), not a bound."""
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +119,68 @@ def run_smoke_table(table: str, results_dir: Path, *options: str) -> None:
     assert_smoke_outputs(results_dir, table)
 
 
+def training_run(results_dir: Path, method: str) -> RunFolder:
+    """The run folder of the table's one training run of `method`."""
+    found = [
+        spec.parent / "run"
+        for spec in (results_dir / "runs").glob("*/spec.json")
+        if json.loads(spec.read_text(encoding="utf-8"))["method"] == method
+        and json.loads(spec.read_text(encoding="utf-8"))["kind"] == "train"
+    ]
+    assert len(found) == 1, (method, found)
+    return RunFolder(found[0])
+
+
+def assert_one_iteration(run: RunFolder, rollouts: int) -> None:
+    """What any method's one training iteration writes: `rollouts` rollouts with steps, one
+    plan, a gate whose every decision follows δ and scores every candidate, the validation
+    runs of the base and of each candidate, the iteration's libraries, the report and the usage
+    of the actor and of the critic on its own role."""
+    config = run.read_config()
+    assert [g.iteration for g in run.gate.read()] == [1]
+    records = run.rollouts.read()
+    assert len(records) == rollouts and all(r.rollout.steps for r in records)
+    assert len(run.aggregates.read()) == 1
+    (gate,) = run.gate.read()
+    assert 0.0 <= gate.base_score <= 1.0
+    candidates = run.candidates.read()[0].candidates
+    assert sorted(d.agent for d in gate.decisions) == sorted(candidates)
+    for decision in gate.decisions:
+        assert decision.accepted == (
+            decision.candidate_score >= decision.base_score - decision.delta - 1e-9
+        )
+    assert config.validation_size is not None
+    validations = config.validation_size * config.validation_repeats * (1 + len(candidates))
+    assert len(run.validation.read()) == validations
+    assert (run.path / "libraries" / "iter_1").is_dir()
+    assert (run.path / "plots" / "validation.png").is_file()
+    usage = run.read_usage()
+    assert usage["roles"]["actor"]["calls"] >= rollouts
+    assert usage["roles"]["critic"]["calls"] >= 1
+
+
 @pytest.mark.engine
-@pytest.mark.parametrize("table", ON_THE_ENGINE)
-def test_smoke_table_as_a_user_types_it(table: str, results_dir: Path) -> None:
-    run_smoke_table(table, results_dir)
+def test_tables_4_and_5_as_a_user_types_them(results_dir: Path) -> None:
+    run_smoke_table("table4_5", results_dir)
+
+    grse = training_run(results_dir, "grse")
+    group_size = grse.read_config().method.group_size
+    assert_one_iteration(grse, rollouts=group_size)  # one training question, G rollouts
+    assert grse.report_path.read_text(encoding="utf-8").startswith("# GRSE training report:")
+    critiques = grse.credits(CritiqueRecord).read()
+    assert len(critiques) == 1 and all(c.result is not None or c.error for c in critiques)
+    # The group's first-agent call went out once with n = G; each reply the server sent became
+    # that rollout's first step.
+    (opening,) = grse.openings.read()
+    assert opening.requested == group_size and 1 <= len(opening.replies) <= group_size
+    for g, reply in enumerate(opening.replies):
+        record = grse.rollouts.get(f"it1-{opening.question_id}-g{g}")
+        assert record is not None
+        assert record.rollout.steps[0].output == reply.message.text.strip()
+
+    maskills = training_run(results_dir, "maskills")
+    assert_one_iteration(maskills, rollouts=1)  # one rollout per training question
+    assert "## MASkills credit" in maskills.report_path.read_text(encoding="utf-8")
+    (record,) = maskills.credits(MaskillsRecord).read()
+    assert record.rollout_ids == [maskills.rollouts.read()[0].unit_id]
+    assert record.result is not None or record.error

@@ -96,7 +96,7 @@ def test_one_grse_iteration_evolves_the_users_own_agents(
         data=str(data),
         iterations=1,
         group_size=2,
-        batch_size=2,
+        batch_size=1,
         validation_size=2,
         concurrency=2,
         critic_max_tokens=300,
@@ -122,7 +122,7 @@ def test_one_grse_iteration_evolves_the_users_own_agents(
 
     assert result.iterations_done == 1
     rollouts = [r.rollout for r in run.rollouts.read()]
-    assert len(rollouts) == 4
+    assert len(rollouts) == 2  # one group of G = 2
     for rollout in rollouts:
         assert [s.agent for s in rollout.steps] == ["reader", "writer"]
         reader, writer = rollout.steps
@@ -138,10 +138,10 @@ def test_one_grse_iteration_evolves_the_users_own_agents(
         found = [c.arguments.get("name") for c in loads if c.result.startswith("# Skill:")]
         assert writer.skills_invoked == list(dict.fromkeys(found))
     critiques = run.credits(CritiqueRecord).read()
-    assert len(critiques) == 2
+    assert len(critiques) == 1
     assert all(c.result is not None or c.error for c in critiques)
     (gate,) = run.gate.read()
     assert 0.0 <= gate.base_score <= 1.0
     assert (run.path / "libraries" / "iter_1").is_dir()
     usage = run.read_usage()
-    assert usage["roles"]["actor"]["calls"] >= 8
+    assert usage["roles"]["actor"]["calls"] >= 4

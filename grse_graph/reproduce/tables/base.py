@@ -215,8 +215,9 @@ def results_of(specs: Sequence[RunSpec], results: Mapping[str, Result]) -> list[
 
 def summary_metric(name: str, category: str | None = None, scale: float = 100.0) -> Metric:
     """A test metric of the run's (trained) evaluation, overall or of one category, in
-    points; `NotMeasured` (with the reason) when the run has no evaluation, no question of
-    that category (`OutsideTestSize`), or every question of it failed."""
+    points; `NotMeasured` (with the reason) when the run has no evaluation or every question
+    failed, `OutsideTestSize` when its test questions hold no question of that category or
+    none that reports the metric (the demo reports BLEU on its conversation questions only)."""
 
     def read(outcome: RunOutcome) -> float | None:
         summary = outcome.summary
@@ -229,7 +230,7 @@ def summary_metric(name: str, category: str | None = None, scale: float = 100.0)
             raise NotMeasured(f"all {group.count} test question(s) failed")
         value = group.metrics.get(name)
         if value is None:
-            raise NotMeasured(f"its task reports no {name}")
+            raise OutsideTestSize(f"no question reporting {name} among its test questions")
         return value * scale
 
     return read

@@ -12,6 +12,7 @@ import pytest
 
 from grse_graph.reproduce.manifest import OUTCOME_FILE
 from grse_graph.reproduce.script import main
+from grse_graph.reproduce.table import NOT_RUN_AT_SIZE
 from tests.fakeserver import FakeOpenAIServer
 
 ARGS = ["--smoke", "--commit", "test123"]
@@ -119,7 +120,35 @@ def test_the_demo_design_trains_and_tests_both_methods_at_the_smoke_size(
         for key in ("f1", "delta_f1", "abstention"):
             assert rows[label][key]["mean"] is not None, (label, key, rows[label][key])
     # The smoke size's one test question is a passage question, which has no BLEU (only the
-    # demo's conversation questions do): that column is unmeasured at this size.
-    assert {row["bleu"]["failures"][0].split(": ")[-1] for row in rows.values()} == {
-        "its task reports no bleu"
-    }
+    # demo's conversation questions do): that column is not run at this size, and the header
+    # lists it, so the smoke table has no FAILED cell.
+    assert all(row["bleu"]["not_run"] and not row["bleu"]["failed"] for row in rows.values())
+    assert not [cell for row in rows.values() for cell in row.values() if cell["failed"]]
+    (listed,) = [line for line in document["header"] if line.startswith(NOT_RUN_AT_SIZE)]
+    assert f"{len(rows)} cell(s)" in listed
+
+
+def test_a_smoke_table_runs_through_config_on_the_endpoints_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The path a researcher takes with vLLM: a grse TOML naming an endpoint for every role. The
+    # table runs there and starts no embedded engine of its own.
+    monkeypatch.setenv("LANGSMITH_TRACING", "false")
+    config = tmp_path / "served.toml"
+    out = tmp_path / "results"
+    with FakeOpenAIServer() as server:
+        config.write_text(
+            "".join(
+                f'[{role}]\nbase_url = "{server.base_url(role)}"\nmodel = "fake"\n'
+                "timeout_s = 5.0\nmax_retries = 0\n"
+                for role in ("actor", "critic", "optimizer")
+            ),
+            encoding="utf-8",
+        )
+        assert main("table4_5", [*ARGS, "--config", str(config), "--out", str(out)]) == 0
+        served = server.counts()
+    assert served["actor"] > 0 and served["critic"] > 0
+    table4 = (out / "table4.md").read_text(encoding="utf-8")
+    assert "Cells marked FAILED: 0." in table4 and "| GRSE [fake] |" in table4
+    assert list((out / "runs").iterdir())
+    assert not list((out / "runs").glob("**/engine*.log")), "a run started its own engine"
