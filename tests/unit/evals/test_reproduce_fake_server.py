@@ -1,11 +1,15 @@
 """Tables 4 + 5 end to end at the smoke size against the fake OpenAI-compatible server (no
 engine), in the paper's design (LoCoMo single-hop on the shipped fixtures): the dry run, the
 written tables, reuse of finished runs, resume of an unfinished one, and failed cells when the
-endpoint is down; the demo design end to end."""
+endpoint is down; the demo design end to end; and the script as a user types it with
+`--config` naming a loopback server started on its own."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +19,7 @@ from grse_graph.reproduce.script import main
 from grse_graph.reproduce.table import NOT_RUN_AT_SIZE
 from tests.fakeserver import FakeOpenAIServer
 
+REPO = Path(__file__).resolve().parents[3]
 ARGS = ["--smoke", "--commit", "test123"]
 
 
@@ -128,14 +133,14 @@ def test_the_demo_design_trains_and_tests_both_methods_at_the_smoke_size(
     assert f"{len(rows)} cell(s)" in listed
 
 
-def test_a_smoke_table_runs_through_config_on_the_endpoints_it_names(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The path a researcher takes with vLLM: a grse TOML naming an endpoint for every role. The
-    # table runs there and starts no embedded engine of its own.
-    monkeypatch.setenv("LANGSMITH_TRACING", "false")
+def test_a_smoke_table_runs_through_config_on_a_server_started_on_its_own(tmp_path: Path) -> None:
+    # The path a researcher takes with vLLM: an OpenAI-compatible server on loopback, started on
+    # its own, a grse TOML naming it for every role, and the script as a user types it. The
+    # table's calls reach that server and no run starts an engine of its own.
     config = tmp_path / "served.toml"
     out = tmp_path / "results"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRSE_")}
+    env.update(HF_HUB_OFFLINE="1", LANGSMITH_TRACING="false")
     with FakeOpenAIServer() as server:
         config.write_text(
             "".join(
@@ -145,8 +150,18 @@ def test_a_smoke_table_runs_through_config_on_the_endpoints_it_names(
             ),
             encoding="utf-8",
         )
-        assert main("table4_5", [*ARGS, "--config", str(config), "--out", str(out)]) == 0
+        script = ["evals/table4_5_repair.py", "--smoke", "--config", str(config), "--out", str(out)]
+        done = subprocess.run(
+            [sys.executable, *script],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
         served = server.counts()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert served["actor"] > 0 and served["critic"] > 0
     table4 = (out / "table4.md").read_text(encoding="utf-8")
     assert "Cells marked FAILED: 0." in table4 and "| GRSE [fake] |" in table4
