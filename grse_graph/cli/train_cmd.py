@@ -20,6 +20,7 @@ from grse_graph.cli.train_setup import TrainOptions, build_train_config
 from grse_graph.llm import LLMConfig, load_config
 from grse_graph.output import output_console
 from grse_graph.probes import ProbeSettings
+from grse_graph.probes.design import MIN_PROBE_QUESTIONS
 from grse_graph.tasks.base import Task
 from grse_graph.tasks.planted import PlantedLibrary, demo_planted
 from grse_graph.training.config import TrainConfig
@@ -322,11 +323,14 @@ def demo(
     ] = True,
     probe_questions: Annotated[
         int | None,
-        typer.Option(min=1, help="training questions the probe measures on (default: all 24)"),
+        typer.Option(
+            min=MIN_PROBE_QUESTIONS,
+            help="training questions the probe measures on (default: all 24)",
+        ),
     ] = None,
     probe_budget: Annotated[
         int | None,
-        typer.Option(min=1, help="team runs the probe may make (default: 120)"),
+        typer.Option(min=2, help="team runs the probe may make (default: 120)"),
     ] = None,
     critic_model: Annotated[
         str | None,

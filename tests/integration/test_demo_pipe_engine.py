@@ -1,5 +1,5 @@
 """`grse demo` as a user types it, its output piped to a file (`grse demo > demo.log`): the
-smallest sizes, the actor on the embedded small model, a probe of one question. The log must
+smallest sizes, the actor on the embedded small model, a probe of two questions. The log must
 read as a log (every table row whole on one line, nothing wrapped inside a cell); the run's
 report.md must hold the planted-skill table the terminal showed and the test comparison of
 both libraries question by question; the first plan must carry every planted skill's measured
@@ -29,8 +29,9 @@ from tests.fakeserver import FakeOpenAIServer
 
 DEMO_TIMEOUT_S = 1200
 """A guard against a hung demo, not a bound."""
-PROBE_BUDGET = 5
-"""Leave-one-out over the four planted skills on one question: 4 + 1 team runs."""
+PROBE_BUDGET = 10
+"""Leave-one-out over the four planted skills on the fewest questions a probe reads (two):
+2 x (4 + 1) team runs."""
 BORDER_CHARS = set("─━│┃┏┓┗┛┡┩└┘├┤┼╇╈┳┻┬┴═║╔╗╚╝ ")
 
 
@@ -62,7 +63,7 @@ def test_a_piped_small_demo_prints_whole_rows_and_reports_the_planted_table(
     command = [
         *(grse, "demo"),
         *("--model", "small", "--batch-size", "1", "--test-limit", "2"),
-        *("--probe-questions", "1", "--probe-budget", str(PROBE_BUDGET)),
+        *("--probe-questions", "2", "--probe-budget", str(PROBE_BUDGET)),
         *("--out", str(run)),
     ]
     with server, log.open("w", encoding="utf-8") as out:

@@ -40,3 +40,11 @@ def test_the_command_refuses_them_with_no_probe_before_starting_anything() -> No
     result = CliRunner().invoke(build_app(), ["demo", "--no-probe", "--probe-budget", "10"])
     assert result.exit_code == 2
     assert "size the repair's probe" in result.output
+
+
+@pytest.mark.parametrize("flag, value", [("--probe-questions", "1"), ("--probe-budget", "1")])
+def test_a_probe_too_small_to_read_is_a_usage_error(flag: str, value: str) -> None:
+    # A bootstrap over questions needs two of them; a probe needs a full and a masked run.
+    result = CliRunner().invoke(build_app(), ["demo", flag, value])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert flag in result.output
