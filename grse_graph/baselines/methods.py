@@ -6,6 +6,7 @@ for a baseline as for the team. Every model call is one user message without a s
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -70,19 +71,23 @@ class _Trace:
         return text
 
 
+# eq=False: a baseline is one answerer, compared by identity as before it was a dataclass.
+@dataclass(eq=False)
 class Baseline:
-    """A single-model method. Subclasses implement `_respond` and return the final answer."""
+    """A single-model method. Subclasses implement `_respond` and return the final answer;
+    their own settings are fields after the three every baseline has."""
 
-    method: BaselineName = "io"
+    method: ClassVar[BaselineName] = "io"
 
-    def __init__(self, task: Task, provider: ChatModelProvider, sampling: SamplingSettings) -> None:
-        self.task = task
-        self.provider = provider
-        self.sampling = sampling
+    task: Task
+    provider: ChatModelProvider
+    sampling: SamplingSettings
 
     def describe(self) -> dict[str, Any]:
-        """Sampling and method constants (compared when a run is resumed)."""
-        return {"sampling": self.sampling.model_dump()}
+        """Sampling and the method's own settings (compared when a run is resumed)."""
+        shared = {field.name for field in fields(Baseline)}
+        own = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in shared}
+        return {"sampling": self.sampling.model_dump(), **own}
 
     async def _respond(self, question: TaskQuestion, trace: _Trace) -> str:
         raise NotImplementedError
@@ -131,39 +136,26 @@ class _OneCallBaseline(Baseline):
 class IOBaseline(_OneCallBaseline):
     """Direct prompting: the input, then the short answer."""
 
-    method: BaselineName = "io"
+    method = "io"
     instruction = prompts.IO_INSTRUCTION
 
 
 class CoTBaseline(_OneCallBaseline):
     """Chain of thought: reason step by step, then the `Answer:` line."""
 
-    method: BaselineName = "cot"
+    method = "cot"
     instruction = prompts.COT_INSTRUCTION
 
 
+@dataclass(eq=False)
 class CoTSCBaseline(Baseline):
     """Self-consistency: 5 chain-of-thought samples at temperature 0.7, majority vote over
     normalised answers. Sample i uses seed `base + i` (base = the run's seed or 0) so the samples
     differ and a rerun reproduces them."""
 
-    method: BaselineName = "cot-sc"
-
-    def __init__(
-        self,
-        task: Task,
-        provider: ChatModelProvider,
-        sampling: SamplingSettings,
-        samples: int = COT_SC_SAMPLES,
-        temperature: float = COT_SC_TEMPERATURE,
-    ) -> None:
-        super().__init__(task, provider, sampling)
-        self.samples = samples
-        self.temperature = temperature
-
-    def describe(self) -> dict[str, Any]:
-        """Sampling, sample count and temperature."""
-        return {**super().describe(), "samples": self.samples, "temperature": self.temperature}
+    method = "cot-sc"
+    samples: int = COT_SC_SAMPLES
+    temperature: float = COT_SC_TEMPERATURE
 
     def sample_settings(self, index: int) -> SamplingSettings:
         """Sampling of sample `index`."""
@@ -186,25 +178,13 @@ class CoTSCBaseline(Baseline):
         return winner
 
 
+@dataclass(eq=False)
 class SelfRefineBaseline(Baseline):
     """Self-Refine: a chain-of-thought attempt, then at most 3 rounds of feedback and revision,
     stopping as soon as the feedback says CORRECT."""
 
-    method: BaselineName = "self-refine"
-
-    def __init__(
-        self,
-        task: Task,
-        provider: ChatModelProvider,
-        sampling: SamplingSettings,
-        rounds: int = SELF_REFINE_ROUNDS,
-    ) -> None:
-        super().__init__(task, provider, sampling)
-        self.rounds = rounds
-
-    def describe(self) -> dict[str, Any]:
-        """Sampling and the round limit."""
-        return {**super().describe(), "rounds": self.rounds}
+    method = "self-refine"
+    rounds: int = SELF_REFINE_ROUNDS
 
     async def _respond(self, question: TaskQuestion, trace: _Trace) -> str:
         attempt = await trace.call(
@@ -231,26 +211,14 @@ class SelfRefineBaseline(Baseline):
         return extract_answer(attempt)
 
 
+@dataclass(eq=False)
 class FullContextBaseline(Baseline):
     """The LoCoMo full-context protocol: the whole conversation (or all passages) in one prompt,
     the benchmark's short-phrase instruction and its temporal suffix for category-2 questions,
     answers capped at 32 tokens."""
 
-    method: BaselineName = "full-context"
-
-    def __init__(
-        self,
-        task: Task,
-        provider: ChatModelProvider,
-        sampling: SamplingSettings,
-        max_tokens: int = FULL_CONTEXT_MAX_TOKENS,
-    ) -> None:
-        super().__init__(task, provider, sampling)
-        self.max_tokens = max_tokens
-
-    def describe(self) -> dict[str, Any]:
-        """Sampling and the answer cap."""
-        return {**super().describe(), "max_tokens": self.max_tokens}
+    method = "full-context"
+    max_tokens: int = FULL_CONTEXT_MAX_TOKENS
 
     async def _respond(self, question: TaskQuestion, trace: _Trace) -> str:
         user = prompts.full_context_input(

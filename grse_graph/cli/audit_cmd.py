@@ -36,24 +36,11 @@ from grse_graph.probes.report import (
     write_audit,
 )
 from grse_graph.skills import shown
-from grse_graph.tasks import Task, TaskQuestion, load_task
+from grse_graph.tasks import Task, TaskQuestion
 from grse_graph.team import TeamSpec
 
-from .eval_cmd import (
-    USAGE_FILE,
-    CategoryOption,
-    DataOption,
-    LibraryOption,
-    ModelOption,
-    PackOption,
-    SkillModeOption,
-    TaskOption,
-    ToolProtocolOption,
-    TopologyOption,
-    actor_provider,
-    library_options,
-    options_team,
-)
+from .eval_cmd import USAGE_FILE, ModelOption, QuestionOptions, TeamOptions, actor_provider
+from .option_groups import typer_command
 from .options import ConfigOption, JsonOption, print_json, report_console
 from .skills_cmd import one_line_errors
 
@@ -99,21 +86,13 @@ ConcurrencyOption = Annotated[
 ]
 
 
-def audit_team(
-    task: Task,
-    libraries: Sequence[str],
-    pack: Path | None,
-    *,
-    skill_mode: str = "inline",
-    topology: str = "sequential",
-    tool_protocol: str = "function",
-) -> TeamSpec:
+def audit_team(task: Task, team: TeamOptions) -> TeamSpec:
     """The task's team carrying the libraries to audit (one-line `GrseError`s for a bad path,
     a folder that is not a library or pack, or both or neither way of giving them)."""
-    mode = library_options(skill_mode, libraries, pack)
-    if pack is None and not libraries:
+    mode = team.checked_skill_mode()
+    if team.pack is None and not team.library:
         raise ConfigError("nothing to audit: give --library AGENT=DIR (repeatable) or --pack PACK")
-    return options_team(task, libraries, pack, mode, topology, tool_protocol)
+    return team.team(task, mode)
 
 
 def audit_questions(task: Task, split: str, limit: int) -> list[TaskQuestion]:
@@ -184,18 +163,12 @@ def audit_table(report: AuditReport) -> Table:
 
 
 def audit_command(
-    task: TaskOption,
-    data: DataOption = None,
+    questions: QuestionOptions,
+    team: TeamOptions,
     split: SplitOption = DEFAULT_SPLIT,
     limit: LimitOption = DEFAULT_LIMIT,
-    library: LibraryOption = None,
-    pack: PackOption = None,
     budget: BudgetOption = DEFAULT_BUDGET,
     out: OutOption = None,
-    skill_mode: SkillModeOption = "inline",
-    topology: TopologyOption = "sequential",
-    tool_protocol: ToolProtocolOption = "function",
-    category: CategoryOption = None,
     config: ConfigOption = None,
     model: ModelOption = None,
     concurrency: ConcurrencyOption = None,
@@ -210,18 +183,11 @@ def audit_command(
     report.md and effects.png into --out; running the same audit again resumes. --json prints
     only the per-skill list on stdout.
     """
-    loaded = load_task(task, data, category=category)
-    spec = audit_team(
-        loaded,
-        library or [],
-        pack,
-        skill_mode=skill_mode,
-        topology=topology,
-        tool_protocol=tool_protocol,
-    )
-    questions = audit_questions(loaded, split, limit)
+    loaded = questions.load()
+    spec = audit_team(loaded, team)
+    probed = audit_questions(loaded, split, limit)
     settings = ProbeSettings(budget=budget, split=split)
-    plan = check_plan(spec, questions, settings)
+    plan = check_plan(spec, probed, settings)
     llm = load_config(config, overrides={"engine.model": model})
     out_dir = out or Path(f"audit-{loaded.name}-{split}")
     console = report_console(as_json)
@@ -235,7 +201,7 @@ def audit_command(
             concurrency=concurrency or provider.concurrency("actor"),
             on_run=progress_callback(bar),
         )
-        result = asyncio.run(prober.run(questions))
+        result = asyncio.run(prober.run(probed))
         provider.ledger.write_json(out_dir / USAGE_FILE, accumulate=True)
     report = AuditReport.from_result(result, task=loaded.name, split=split)
     write_audit(report, out_dir)
@@ -247,7 +213,7 @@ def audit_command(
 
 def register(app: typer.Typer) -> None:
     """Register `audit` (as `grse skills audit`, through the skills group)."""
-    app.command("audit")(one_line_errors(audit_command))
+    app.command("audit")(one_line_errors(typer_command(audit_command)))
 
 
 __all__ = [

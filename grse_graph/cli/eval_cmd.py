@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, cast, get_args
 
@@ -34,6 +33,7 @@ from grse_graph.tasks import TASK_NAMES, Task, load_task
 from grse_graph.team import TOPOLOGY_NAMES, SkillMode, TeamSpec, default_team
 from grse_graph.training.session import engine_stats
 
+from .option_groups import OptionGroup, typer_command
 from .options import ConfigOption, JsonOption, print_json, report_console
 
 USAGE_FILE = "usage.json"
@@ -168,17 +168,16 @@ def actor_provider(config: LLMConfig, console: Console) -> Iterator[ModelRoles]:
         yield roles
 
 
-@dataclass(frozen=True)
-class SplitRun:
-    """The options `grse eval` and `grse baseline` share: the questions, the output folder
-    and the model config."""
+class SplitRun(OptionGroup):
+    """The options `grse eval` and `grse baseline` share: the split and how much of it, the
+    output folder and the models."""
 
-    split: str
-    limit: int | None
-    out: Path | None
-    config: Path | None
-    concurrency: int | None
-    model: str | None
+    split: SplitOption = "test"
+    limit: LimitOption = None
+    out: OutOption = None
+    config: ConfigOption = None
+    concurrency: ConcurrencyOption = None
+    model: ModelOption = None
 
     def out_dir(self, method: str, task: Task) -> Path:
         """`--out`, or runs/<method>-<task>-<split>."""
@@ -263,49 +262,55 @@ def _run_langsmith(spec: TeamSpec, task: Task, run: SplitRun, *, as_json: bool) 
         print_json(summary)
 
 
-def library_options(skill_mode: str, libraries: Sequence[str], pack: Path | None) -> SkillMode:
-    """The checked `--skill-mode`, refusing `--pack` and `--library` together (one line)."""
-    if skill_mode not in get_args(SkillMode):
-        raise ConfigError(
-            f"--skill-mode {skill_mode!r}: expected one of {', '.join(get_args(SkillMode))}"
-        )
-    if pack is not None and libraries:
-        raise ConfigError("--pack and --library: give the libraries one way")
-    return cast(SkillMode, skill_mode)
+class QuestionOptions(OptionGroup):
+    """Which questions are answered: the task, its data and one category (`grse eval`,
+    `grse baseline` and `grse skills audit`)."""
+
+    task: TaskOption
+    data: DataOption = None
+    category: CategoryOption = None
+
+    def load(self) -> Task:
+        """The task (`load_task`): a wrong name, path or category is one line."""
+        return load_task(self.task, self.data, category=self.category)
 
 
-def options_team(
-    task: Task,
-    libraries: Sequence[str],
-    pack: Path | None,
-    mode: SkillMode,
-    topology: str,
-    tool_protocol: str = "function",
-) -> TeamSpec:
-    """The task's team with the `--pack` or `--library AGENT=DIR` libraries, `--skill-mode`,
-    `--topology` and `--tool-protocol`."""
-    if pack is not None:
-        spec = pack_team(pack, task, skill_mode=mode)
-    else:
-        spec = default_team(task, load_libraries(list(libraries)), skill_mode=mode)
-    return spec.with_topology(topology).with_tool_protocol(tool_protocol)
+class TeamOptions(OptionGroup):
+    """The team that answers: its libraries (`--library AGENT=DIR` or a `--pack`), how its
+    agents see their skills, its topology and tool protocol (`grse eval` and
+    `grse skills audit`)."""
+
+    library: LibraryOption = None
+    pack: PackOption = None
+    skill_mode: SkillModeOption = "inline"
+    topology: TopologyOption = "sequential"
+    tool_protocol: ToolProtocolOption = "function"
+
+    def checked_skill_mode(self) -> SkillMode:
+        """The checked `--skill-mode`, refusing `--pack` and `--library` together (one line)."""
+        known = get_args(SkillMode)
+        if self.skill_mode not in known:
+            raise ConfigError(
+                f"--skill-mode {self.skill_mode!r}: expected one of {', '.join(known)}"
+            )
+        if self.pack is not None and self.library:
+            raise ConfigError("--pack and --library: give the libraries one way")
+        return cast(SkillMode, self.skill_mode)
+
+    def team(self, task: Task, mode: SkillMode) -> TeamSpec:
+        """The task's team with the `--pack` or `--library AGENT=DIR` libraries, `mode` (the
+        checked `--skill-mode`), `--topology` and `--tool-protocol`."""
+        if self.pack is not None:
+            spec = pack_team(self.pack, task, skill_mode=mode)
+        else:
+            spec = default_team(task, load_libraries(self.library or []), skill_mode=mode)
+        return spec.with_topology(self.topology).with_tool_protocol(self.tool_protocol)
 
 
 def eval_command(
-    task: TaskOption,
-    data: DataOption = None,
-    split: SplitOption = "test",
-    library: LibraryOption = None,
-    skill_mode: SkillModeOption = "inline",
-    topology: TopologyOption = "sequential",
-    tool_protocol: ToolProtocolOption = "function",
-    limit: LimitOption = None,
-    out: OutOption = None,
-    config: ConfigOption = None,
-    concurrency: ConcurrencyOption = None,
-    model: ModelOption = None,
-    category: CategoryOption = None,
-    pack: PackOption = None,
+    questions: QuestionOptions,
+    team: TeamOptions,
+    run: SplitRun,
     langsmith: Annotated[
         bool,
         typer.Option(
@@ -317,51 +322,52 @@ def eval_command(
     as_json: JsonOption = False,
 ) -> None:
     """Evaluate the two-agent team (greedy decoding) on a task split; resumable."""
-    mode = library_options(skill_mode, library or [], pack)
-    loaded = load_task(task, data, category=category)
-    spec = options_team(loaded, library or [], pack, mode, topology, tool_protocol)
-    run = SplitRun(
-        split=split, limit=limit, out=out, config=config, concurrency=concurrency, model=model
-    )
+    mode = team.checked_skill_mode()
+    loaded = questions.load()
+    spec = team.team(loaded, mode)
     if langsmith:
         _run_langsmith(spec, loaded, run, as_json=as_json)
         return
 
-    def team(provider: ModelRoles) -> QuestionAnswerer:
+    def answerer(provider: ModelRoles) -> QuestionAnswerer:
         return TeamAnswerer(spec, loaded, provider, SamplingSettings.greedy())
 
-    _run(method="team", task=loaded, data=data, run=run, answerer_for=team, as_json=as_json)
+    _run(
+        method="team",
+        task=loaded,
+        data=questions.data,
+        run=run,
+        answerer_for=answerer,
+        as_json=as_json,
+    )
 
 
 def baseline_command(
     method: Annotated[str, typer.Option("--method", "-m", help=" | ".join(BASELINES))],
-    task: TaskOption,
-    data: DataOption = None,
-    split: SplitOption = "test",
-    limit: LimitOption = None,
-    out: OutOption = None,
-    config: ConfigOption = None,
-    concurrency: ConcurrencyOption = None,
-    model: ModelOption = None,
-    category: CategoryOption = None,
+    questions: QuestionOptions,
+    run: SplitRun,
     as_json: JsonOption = False,
 ) -> None:
     """Evaluate a single-model baseline on a task split, writing the same files as `grse eval`."""
     if method not in BASELINES:
         raise ConfigError(f"--method {method!r}: expected one of {', '.join(BASELINES)}")
     chosen = cast(BaselineName, method)
-    loaded = load_task(task, data, category=category)
+    loaded = questions.load()
 
     def baseline(provider: ModelRoles) -> QuestionAnswerer:
         return make_baseline(chosen, loaded, provider, SamplingSettings.greedy())
 
-    run = SplitRun(
-        split=split, limit=limit, out=out, config=config, concurrency=concurrency, model=model
+    _run(
+        method=method,
+        task=loaded,
+        data=questions.data,
+        run=run,
+        answerer_for=baseline,
+        as_json=as_json,
     )
-    _run(method=method, task=loaded, data=data, run=run, answerer_for=baseline, as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:
     """Register the `eval` and `baseline` commands on the app."""
-    app.command("eval")(eval_command)
-    app.command("baseline")(baseline_command)
+    app.command("eval")(typer_command(eval_command))
+    app.command("baseline")(typer_command(baseline_command))

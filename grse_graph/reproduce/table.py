@@ -103,6 +103,26 @@ class OutsideTestSize(NotMeasured):
     smoke size's few test questions the cell is not run; at any other size, a failure."""
 
 
+def measured(result: Result, metric: Metric) -> float:
+    """`metric` of one run; `NotMeasured` (an `OutsideTestSize` stays one) naming the run and
+    why it has no value: its error, the metric's reason, or that it did not measure this."""
+    if isinstance(result, RunFailure):
+        raise NotMeasured(f"run {result.run_id}: {result.error}")
+    try:
+        value = metric(result)
+    except NotMeasured as reason:
+        raise type(reason)(f"run {result.run_id}: {reason}") from None
+    if value is None:
+        raise NotMeasured(f"run {result.run_id} did not measure this")
+    return value
+
+
+def seed_result(results: Sequence[Result], position: int) -> Result:
+    """The run of one seed position among a part's runs; a part with fewer runs than the
+    others (a greedy run that does not depend on the seed) gives its last for every seed."""
+    return results[min(position, len(results) - 1)]
+
+
 def collect(
     results: Sequence[Result], metric: Metric, *, paper: PaperValue = None, digits: int = 1
 ) -> Cell:
@@ -113,19 +133,11 @@ def collect(
         cell.failures.append("no run was planned for this cell")
     outside = 0
     for result in results:
-        if isinstance(result, RunFailure):
-            cell.failures.append(f"run {result.run_id}: {result.error}")
-            continue
         try:
-            value = metric(result)
+            cell.values.append(measured(result, metric))
         except NotMeasured as reason:
-            cell.failures.append(f"run {result.run_id}: {reason}")
+            cell.failures.append(str(reason))
             outside += isinstance(reason, OutsideTestSize)
-            continue
-        if value is None:
-            cell.failures.append(f"run {result.run_id} did not measure this")
-        else:
-            cell.values.append(value)
     if results and outside == len(results):
         cell.not_run = NOT_RUN_AT_SIZE  # the table turns it into a failure outside smoke
     return cell

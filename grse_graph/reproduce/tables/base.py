@@ -52,6 +52,52 @@ def paper_actor(ctx: TableContext, actor: Actor) -> str | None:
     return paper_actors(ctx)[actor.label]
 
 
+def actor_suffix(ctx: TableContext, actor: Actor) -> str:
+    """What a row label adds to name its actor (` [qwen-7b]`): nothing when the table has one
+    actor, as the paper's tables have."""
+    return f" [{actor.label}]" if len(ctx.actors) > 1 else ""
+
+
+TASK_NAMES = {"hotpotqa": "HotpotQA", "locomo": "LoCoMo"}
+"""The tasks of the per-task tables (3, 9, 11), in the paper's row order, and their names."""
+
+
+@dataclass(frozen=True)
+class RowName:
+    """A row of a per-task table: its task, actor (the paper's, or ours past them), method
+    and, for a per-category row of ours, the category."""
+
+    task: str
+    actor: str
+    method: str
+    category: str | None = None
+
+    @property
+    def _where(self) -> str:
+        return TASK_NAMES[self.task] + (f" {self.category}" if self.category else "")
+
+    @property
+    def key(self) -> str:
+        """The paper's row key (`LoCoMo|Qwen3.8|GRSE`); a per-category row's names it."""
+        return f"{self._where}|{self.actor}|{self.method}"
+
+    @property
+    def label(self) -> str:
+        """As the paper labels its rows (`LoCoMo, Qwen3.8: GRSE`)."""
+        return f"{self._where}, {self.actor}: {self.method}"
+
+
+def task_rows(ctx: TableContext, methods: Sequence[str]) -> list[tuple[RowName, Actor]]:
+    """The rows of a per-task table in the paper's order (per task, then actor, then method),
+    each with the actor whose runs fill it."""
+    return [
+        (RowName(task, paper_actor(ctx, actor) or actor.label, method), actor)
+        for task in TASK_NAMES
+        for actor in ctx.actors
+        for method in methods
+    ]
+
+
 def actor_lines(ctx: TableContext, paper_actors: Sequence[str] = PAPER_ACTORS) -> list[str]:
     """The header lines saying which paper actor each of ours stands beside (our models are
     not the paper's: a declared deviation); `paper_actors` those the table reports."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping
 
-from grse_graph.reproduce.context import Actor, TableContext
+from grse_graph.reproduce.context import TableContext
 from grse_graph.reproduce.manifest import RunSpec, unique_runs
 from grse_graph.reproduce.outcome import RunOutcome
 from grse_graph.reproduce.specs import eval_spec, train_spec
@@ -17,6 +17,7 @@ from grse_graph.reproduce.table import Metric, Row, TableContent
 from .base import (
     Result,
     actor_lines,
+    actor_suffix,
     layout_column,
     layout_row,
     metric_cells,
@@ -43,16 +44,11 @@ GROUPS = {**{c: c for c in CATEGORIES}, "all": "All", "avg": "Avg."}
 categories' equal-weight mean (Avg.)."""
 
 
-def _suffix(ctx: TableContext, actor: Actor) -> str:
-    """Rows name the actor only when the table has several."""
-    return f" [{actor.label}]" if len(ctx.actors) > 1 else ""
-
-
 def groups(ctx: TableContext) -> dict[str, list[RunSpec]]:
     """Row label -> its runs (the first seed alone: one run per setting)."""
     rows: dict[str, list[RunSpec]] = {}
     for actor in ctx.actors:
-        tag = _suffix(ctx, actor)
+        tag = actor_suffix(ctx, actor)
         empty = eval_spec(ctx, actor, TASK)
         rows[EMPTY + tag] = [empty]
         for label, variant in VARIANTS.items():
@@ -96,7 +92,7 @@ def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableCont
     rows, layout = [], groups(ctx)
     for actor in ctx.actors:
         beside = paper_actor(ctx, actor) == PAPER_ACTOR
-        tag = _suffix(ctx, actor)
+        tag = actor_suffix(ctx, actor)
         for label in (EMPTY, *VARIANTS):
             outcomes = results_of(layout[label + tag], results)
             cells = metric_cells(ctx.paper, label, outcomes, metrics)

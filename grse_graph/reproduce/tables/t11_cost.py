@@ -9,19 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from grse_graph.reproduce.context import Actor, TableContext
+from grse_graph.reproduce.context import TableContext
 from grse_graph.reproduce.manifest import RunSpec, unique_runs
-from grse_graph.reproduce.outcome import RunFailure, RunOutcome
-from grse_graph.reproduce.table import Cell, Metric, NotMeasured, TableContent
+from grse_graph.reproduce.outcome import RunOutcome
+from grse_graph.reproduce.table import (
+    Cell,
+    Metric,
+    NotMeasured,
+    TableContent,
+    measured,
+    seed_result,
+)
 
-from . import t1_hotpotqa, t2_locomo
-from .base import Result, actor_lines, layout_column, layout_row, paper_actor, results_of
+from . import t2_locomo
+from .base import Result, RowName, actor_lines, layout_column, layout_row, results_of, task_rows
 
 METHODS = ("MASkills", "GRSE")
 """The paper's rows of each task and actor (grse.txt:427)."""
 EXTRA = ("GRSE w/o structure",)
 """Rows of ours: the other main-result method."""
-TASKS = {"hotpotqa": "HotpotQA", "locomo": "LoCoMo"}
 ROLES = ("critic", "optimizer")
 """The roles whose usage the paper did not log (its columns are the actor's)."""
 
@@ -76,36 +82,12 @@ OUR_COLUMNS: dict[str, tuple[str, Metric, int]] = {
 """Columns of ours (training and its tests): the critic's and optimizer's usage."""
 
 
-def _runs(ctx: TableContext, actor: Actor, task: str, method: str) -> list[list[RunSpec]]:
-    """Per pooled part (HotpotQA: one; LoCoMo: each trained category) the runs per seed."""
-    if task == "hotpotqa":
-        return [t1_hotpotqa.trained_runs(ctx, actor, method)]
-    parts = [
-        t2_locomo.trained_runs(ctx, actor, method, c) for c in t2_locomo.trained_categories(ctx)
-    ]
-    return [runs for runs in parts if runs]
-
-
-def row_key(task: str, paper: str | None, actor: Actor, method: str) -> str:
-    """The paper's row key (`LoCoMo|Qwen3.8|GRSE`): the task, the paper's actor (or ours past
-    them), the method."""
-    return f"{TASKS[task]}|{paper or actor.label}|{method}"
-
-
-def _label(key: str) -> str:
-    task, actor, method = key.split("|")
-    return f"{task}, {actor}: {method}"
-
-
-def groups(ctx: TableContext) -> dict[str, list[list[RunSpec]]]:
-    """Row key -> per pooled part the training runs per seed."""
-    rows: dict[str, list[list[RunSpec]]] = {}
-    for task in TASKS:
-        for actor in ctx.actors:
-            paper = paper_actor(ctx, actor)
-            for method in (*METHODS, *EXTRA):
-                rows[row_key(task, paper, actor, method)] = _runs(ctx, actor, task, method)
-    return rows
+def groups(ctx: TableContext) -> dict[RowName, list[list[RunSpec]]]:
+    """Each row and, per pooled part, its training runs per seed."""
+    return {
+        row: t2_locomo.trained_parts(ctx, actor, row.task, row.method)
+        for row, actor in task_rows(ctx, (*METHODS, *EXTRA))
+    }
 
 
 def plan(ctx: TableContext) -> list[RunSpec]:
@@ -120,50 +102,29 @@ def summed(parts: Sequence[Sequence[Result]], metric: Metric, digits: int) -> Ce
     seed one of whose parts failed is a failure of the cell."""
     cell = Cell(digits=digits)
     for position in range(max(len(results) for results in parts)):
-        total = 0.0
-        for results in parts:
-            result = results[min(position, len(results) - 1)]
-            if isinstance(result, RunFailure):
-                cell.failures.append(f"run {result.run_id}: {result.error}")
-                break
-            try:
-                value = metric(result)
-            except NotMeasured as reason:
-                cell.failures.append(f"run {result.run_id}: {reason}")
-                break
-            if value is None:
-                cell.failures.append(f"run {result.run_id} did not measure this")
-                break
-            total += value
-        else:
-            cell.values.append(total)
+        try:
+            total = sum(measured(seed_result(results, position), metric) for results in parts)
+        except NotMeasured as reason:
+            cell.failures.append(str(reason))
+            continue
+        cell.values.append(total)
     return cell
-
-
-def smoke_header(ctx: TableContext) -> list[str]:
-    trained = t2_locomo.trained_categories(ctx)
-    if trained == t2_locomo.CATEGORIES:
-        return []
-    return [
-        f"SMOKE SIZE: the LoCoMo rows sum the runs of {', '.join(trained) or 'no category'} "
-        "only (the categories trained at this size; the paper sums all four)"
-    ]
 
 
 def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableContent]:
     named = {**PAPER_COLUMNS, **OUR_COLUMNS}
     columns = [layout_column(ctx.paper, key, label) for key, (label, _, _) in named.items()]
     rows = []
-    for key, parts in groups(ctx).items():
+    for row, parts in groups(ctx).items():
         if not parts:  # no LoCoMo category trained at this size
-            cells = {c.key: Cell.skipped_at_size(ctx.paper.value(key, c.key)) for c in columns}
+            cells = {c.key: Cell.skipped_at_size(ctx.paper.value(row.key, c.key)) for c in columns}
         else:
             outcomes = [results_of(specs, results) for specs in parts]
             cells = {}
             for column, (_, metric, digits) in named.items():
                 cells[column] = summed(outcomes, metric, digits)
-                cells[column].paper = ctx.paper.value(key, column)
-        rows.append(layout_row(ctx.paper, key, _label(key), cells))
+                cells[column].paper = ctx.paper.value(row.key, column)
+        rows.append(layout_row(ctx.paper, row.key, row.label, cells))
     notes = [
         "actor tokens: prompt and completion tokens of both agents, summed from the recorded "
         "steps of the training rollouts and of validation (the tests excluded), in millions; "
@@ -172,5 +133,8 @@ def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableCont
         "run folder, training and the tests of the starting and trained libraries",
         "GRSE w/o structure rows: ours (the paper's table compares GRSE and MASkills)",
     ]
-    header = [*actor_lines(ctx), *smoke_header(ctx)]
+    header = [
+        *actor_lines(ctx),
+        *t2_locomo.pooled_smoke_header(ctx, "the LoCoMo rows sum the runs of", "sums"),
+    ]
     return [TableContent(columns=columns, rows=rows, notes=notes, header=header)]

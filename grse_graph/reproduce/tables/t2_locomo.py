@@ -10,10 +10,16 @@ from collections.abc import Callable, Mapping
 
 from grse_graph.reproduce.context import Actor, TableContext
 from grse_graph.reproduce.manifest import RunSpec
-from grse_graph.reproduce.outcome import RunFailure
 from grse_graph.reproduce.paper import PaperValue
 from grse_graph.reproduce.specs import baseline_spec, eval_spec, train_spec
-from grse_graph.reproduce.table import Cell, NotMeasured, TableContent, collect
+from grse_graph.reproduce.table import (
+    Cell,
+    NotMeasured,
+    TableContent,
+    collect,
+    measured,
+    seed_result,
+)
 
 from . import t1_hotpotqa
 from .base import (
@@ -62,6 +68,20 @@ def smoke_header(ctx: TableContext) -> list[str]:
     ]
 
 
+def pooled_smoke_header(ctx: TableContext, rows: str, paper: str) -> list[str]:
+    """The header line of a table whose LoCoMo rows combine the per-category runs, when the
+    smoke size trains fewer than the four categories: `rows` says what its rows do with the
+    trained ones (`the LoCoMo rows sum the runs of`), `paper` what the paper does with all
+    four (`sums`)."""
+    trained = trained_categories(ctx)
+    if trained == CATEGORIES:
+        return []
+    return [
+        f"SMOKE SIZE: {rows} {', '.join(trained) or 'no category'} only "
+        f"(the categories trained at this size; the paper {paper} all four)"
+    ]
+
+
 def empty_run(ctx: TableContext, actor: Actor, category: str) -> RunSpec:
     return eval_spec(ctx, actor, TASK, category)
 
@@ -102,19 +122,13 @@ def _average(per_category: list[list[Result]], metric: str) -> Cell:
     for position in range(max(len(r) for r in per_category)):
         values = []
         for category, results in zip(CATEGORIES, per_category, strict=True):
-            result = results[min(position, len(results) - 1)]
             try:
-                value = (
-                    None
-                    if isinstance(result, RunFailure)
-                    else summary_metric(metric, category)(result)
+                values.append(
+                    measured(seed_result(results, position), summary_metric(metric, category))
                 )
             except NotMeasured:
-                value = None
-            if value is None:
                 cell.failures.append(f"{category} has no {metric} for seed position {position}")
                 break
-            values.append(value)
         else:
             cell.values.append(statistics.fmean(values))
     return cell
@@ -185,6 +199,16 @@ def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableCont
     ]
     header = [*actor_lines(ctx), *smoke_header(ctx)]
     return [TableContent(columns=columns, rows=table_rows, notes=notes, header=header)]
+
+
+def trained_parts(ctx: TableContext, actor: Actor, task: str, label: str) -> list[list[RunSpec]]:
+    """The runs (one per seed) a trained row of a per-task table combines, per part:
+    HotpotQA's one, LoCoMo's one per category trained at this size (Tables 9 and 11)."""
+    if task == "hotpotqa":
+        parts = [t1_hotpotqa.trained_runs(ctx, actor, label)]
+    else:
+        parts = [trained_runs(ctx, actor, label, c) for c in trained_categories(ctx)]
+    return [runs for runs in parts if runs]
 
 
 def empty_runs_of_both_tasks(ctx: TableContext) -> list[RunSpec]:

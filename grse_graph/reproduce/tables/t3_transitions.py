@@ -29,11 +29,10 @@ from grse_graph.reproduce.paper import PaperValue
 from grse_graph.reproduce.table import Cell, TableContent
 
 from . import t1_hotpotqa, t2_locomo
-from .base import Result, actor_lines, layout_column, layout_row, paper_actor
+from .base import Result, RowName, actor_lines, layout_column, layout_row, paper_actor, task_rows
 
 METHODS = ("MASkills", "GRSE")
 """The rows of each group, in the paper's order."""
-TASKS = {"hotpotqa": "HotpotQA", "locomo": "LoCoMo"}
 MOVES: dict[str, tuple[Outcome, Outcome]] = {
     "D->C": ("declined", "correct"),
     "W->C": ("wrong", "correct"),
@@ -81,31 +80,6 @@ class Group:
         return unique_runs(spec for part in self.parts for spec in part)
 
 
-@dataclass(frozen=True)
-class RowName:
-    """A row: its task, actor (the paper's, or ours past them), method and, for the
-    per-category extras, the category."""
-
-    task: str
-    actor: str
-    method: str
-    category: str | None = None
-
-    @property
-    def _where(self) -> str:
-        return TASKS[self.task] + (f" {self.category}" if self.category else "")
-
-    @property
-    def key(self) -> str:
-        """The paper's row key (`LoCoMo|Qwen3.8|GRSE`); a per-category row's names it."""
-        return f"{self._where}|{self.actor}|{self.method}"
-
-    @property
-    def label(self) -> str:
-        """As the paper labels its rows (`LoCoMo, Qwen3.8: GRSE`)."""
-        return f"{self._where}, {self.actor}: {self.method}"
-
-
 def _hotpot(ctx: TableContext, actor: Actor, method: str) -> Group:
     grse = t1_hotpotqa.trained_runs(ctx, actor, "GRSE")[0]
     mine = t1_hotpotqa.trained_runs(ctx, actor, method)[0]
@@ -128,16 +102,12 @@ def groups(ctx: TableContext) -> dict[RowName, Group]:
     train has no parts)."""
     rows: dict[RowName, Group] = {}
     trained = t2_locomo.trained_categories(ctx)
-    for task in TASKS:
-        for actor in ctx.actors:
-            name = paper_actor(ctx, actor) or actor.label
-            for method in METHODS:
-                group = (
-                    _hotpot(ctx, actor, method)
-                    if task == "hotpotqa"
-                    else _locomo(ctx, actor, method, trained)
-                )
-                rows[RowName(task, name, method)] = group
+    for row, actor in task_rows(ctx, METHODS):
+        rows[row] = (
+            _hotpot(ctx, actor, row.method)
+            if row.task == "hotpotqa"
+            else _locomo(ctx, actor, row.method, trained)
+        )
     for actor in ctx.actors:
         name = paper_actor(ctx, actor) or actor.label
         for category in t2_locomo.CATEGORIES:
@@ -267,17 +237,6 @@ def row_cells(
     return cells | {key: Cell(text=text, paper=paper(key)) for key, text in texts.items()}
 
 
-def smoke_header(ctx: TableContext) -> list[str]:
-    """The header line of the LoCoMo rows pooled over fewer than the four categories."""
-    trained = t2_locomo.trained_categories(ctx)
-    if trained == t2_locomo.CATEGORIES:
-        return []
-    return [
-        f"SMOKE SIZE: the pooled LoCoMo rows pool {', '.join(trained) or 'no category'} only "
-        "(the categories trained at this size; the paper pools all four)"
-    ]
-
-
 def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableContent]:
     columns = [layout_column(ctx.paper, key, label) for key, label in COLUMNS.items()]
     rows, bars = [], {}
@@ -306,7 +265,10 @@ def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableCont
         "first run of each method",
         "rows after the pooled ones: each LoCoMo category's own library (not in the paper's table)",
     ]
-    header = [*actor_lines(ctx), *smoke_header(ctx)]
+    header = [
+        *actor_lines(ctx),
+        *t2_locomo.pooled_smoke_header(ctx, "the pooled LoCoMo rows pool", "pools"),
+    ]
     return [
         TableContent(columns=columns, rows=rows, notes=notes, figures=[str(figure)], header=header)
     ]

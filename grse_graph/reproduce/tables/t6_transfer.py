@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from grse_graph.reproduce.context import Actor, TableContext
+from grse_graph.reproduce.context import TableContext
 from grse_graph.reproduce.manifest import RunSpec, unique_runs
 from grse_graph.reproduce.specs import transfer_spec
 from grse_graph.reproduce.table import Row, TableContent, collect
@@ -16,6 +16,7 @@ from . import t1_hotpotqa, t2_locomo
 from .base import (
     Result,
     actor_lines,
+    actor_suffix,
     layout_column,
     layout_row,
     paper_actor,
@@ -46,16 +47,11 @@ def _label(key: str) -> str:
     return key.replace("|", ": ")
 
 
-def _suffix(ctx: TableContext, actor: Actor) -> str:
-    """Rows name the actor only when the table has several."""
-    return f" [{actor.label}]" if len(ctx.actors) > 1 else ""
-
-
 def groups(ctx: TableContext) -> dict[str, dict[str, list[RunSpec]]]:
     """Row -> target task -> runs (per seed)."""
     rows: dict[str, dict[str, list[RunSpec]]] = {}
     for actor in ctx.actors:
-        tag = _suffix(ctx, actor)
+        tag = actor_suffix(ctx, actor)
         rows[EMPTY + tag] = {
             "hotpotqa": [t1_hotpotqa.empty_run(ctx, actor)],
             "locomo": [t2_locomo.empty_run(ctx, actor, MULTI_HOP)],
@@ -88,7 +84,7 @@ def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableCont
     rows, layout = [], groups(ctx)
     for actor in ctx.actors:
         beside = paper_actor(ctx, actor) == PAPER_ACTOR
-        tag = _suffix(ctx, actor)
+        tag = actor_suffix(ctx, actor)
         for key in (EMPTY, *(row for m in METHODS for row in row_keys(m))):
             targets = layout[key + tag]
             cells = {

@@ -15,8 +15,8 @@ from grse_graph.reproduce.specs import models
 from grse_graph.reproduce.table import Cell, TableContent
 from grse_graph.reproduce.typing_labels import UNPARSED, column
 
-from . import t1_hotpotqa, t2_locomo
-from .base import Result, actor_lines, layout_column, layout_row, paper_actor
+from . import t2_locomo
+from .base import Result, RowName, actor_lines, layout_column, layout_row, task_rows
 
 METHODS = ("MASkills", "GRSE w/o structure", "GRSE")
 """The rows of each task and actor (the trained rows of Tables 1 and 2)."""
@@ -47,51 +47,24 @@ def typing_spec(ctx: TableContext, actor: Actor, trained: RunSpec) -> RunSpec:
     )
 
 
-def _trained(ctx: TableContext, actor: Actor, task: str, method: str) -> list[RunSpec]:
+def _trained(ctx: TableContext, actor: Actor, row: RowName) -> list[RunSpec]:
     """The first runs whose libraries a row pools: HotpotQA's one, LoCoMo's per category
     (those trained at this size)."""
-    if task == "hotpotqa":
-        return t1_hotpotqa.trained_runs(ctx, actor, method)[:1]
-    return [
-        runs[0]
-        for category in t2_locomo.trained_categories(ctx)
-        if (runs := t2_locomo.trained_runs(ctx, actor, method, category))
-    ]
+    return [runs[0] for runs in t2_locomo.trained_parts(ctx, actor, row.task, row.method)]
 
 
-def row_key(task: str, paper: str | None, actor: Actor, method: str) -> str:
-    """The paper's row key (`HotpotQA|Qwen3.8|GRSE`): the task, the paper's actor (or ours
-    past them), the method."""
-    name = "HotpotQA" if task == "hotpotqa" else "LoCoMo"
-    return f"{name}|{paper or actor.label}|{method}"
-
-
-def _label(key: str) -> str:
-    task, actor, method = key.split("|")
-    return f"{task}, {actor}: {method}"
-
-
-def groups(ctx: TableContext) -> dict[str, list[RunSpec]]:
-    """Row key -> its typing runs (one per pooled library)."""
-    rows: dict[str, list[RunSpec]] = {}
-    for task in ("hotpotqa", "locomo"):
-        for actor in ctx.actors:
-            paper = paper_actor(ctx, actor)
-            for method in METHODS:
-                rows[row_key(task, paper, actor, method)] = [
-                    typing_spec(ctx, actor, spec) for spec in _trained(ctx, actor, task, method)
-                ]
-    return rows
+def groups(ctx: TableContext) -> dict[RowName, list[RunSpec]]:
+    """Each row and its typing runs (one per pooled library)."""
+    return {
+        row: [typing_spec(ctx, actor, spec) for spec in _trained(ctx, actor, row)]
+        for row, actor in task_rows(ctx, METHODS)
+    }
 
 
 def plan(ctx: TableContext) -> list[RunSpec]:
-    runs: list[RunSpec] = []
-    for actor in ctx.actors:
-        runs.append(t1_hotpotqa.empty_run(ctx, actor))
-        runs += [t2_locomo.empty_run(ctx, actor, c) for c in t2_locomo.trained_categories(ctx)]
-        for task in ("hotpotqa", "locomo"):
-            for method in METHODS:
-                runs += _trained(ctx, actor, task, method)
+    runs = t2_locomo.empty_runs_of_both_tasks(ctx)
+    for row, actor in task_rows(ctx, METHODS):
+        runs += _trained(ctx, actor, row)
     for specs in groups(ctx).values():
         runs += specs
     return unique_runs(runs)
@@ -138,16 +111,6 @@ def row_cells(
     return cells
 
 
-def smoke_header(ctx: TableContext) -> list[str]:
-    trained = t2_locomo.trained_categories(ctx)
-    if trained == t2_locomo.CATEGORIES:
-        return []
-    return [
-        f"SMOKE SIZE: the LoCoMo rows pool the libraries of {', '.join(trained) or 'no category'} "
-        "only (the categories trained at this size; the paper pools all four)"
-    ]
-
-
 def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableContent]:
     labels = ctx.settings.typing.labels
     ordered = [label for label in labels if label in PAPER_TYPES]
@@ -155,18 +118,22 @@ def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableCont
     shown = {COUNT: "n", WORDS: "Words"}
     columns = [layout_column(ctx.paper, key, shown.get(key, column(key))) for key in ordered]
     rows = []
-    for key, specs in groups(ctx).items():
-        paper = {c.key: ctx.paper.value(key, c.key) for c in columns}
+    for row, specs in groups(ctx).items():
+        paper = {c.key: ctx.paper.value(row.key, c.key) for c in columns}
         if not specs:  # no LoCoMo category trained at this size
             cells = {c.key: Cell.skipped_at_size(paper[c.key]) for c in columns}
         else:
             cells = row_cells(_types(specs, results), labels, paper)
-        rows.append(layout_row(ctx.paper, key, _label(key), cells))
+        rows.append(layout_row(ctx.paper, row.key, row.label, cells))
     notes = [
         "type columns: % of the row's skills; Words: mean words of description and body; "
         "n: skills in the row's final libraries (LoCoMo: the per-category libraries pooled)",
         f"{column(UNPARSED)}: replies naming no type (counted, never guessed); generic: the "
         "paper's sixth type, which it gave no skill",
     ]
-    header = [f"types: {ctx.settings.typing.why}", *actor_lines(ctx), *smoke_header(ctx)]
+    header = [
+        f"types: {ctx.settings.typing.why}",
+        *actor_lines(ctx),
+        *t2_locomo.pooled_smoke_header(ctx, "the LoCoMo rows pool the libraries of", "pools"),
+    ]
     return [TableContent(columns=columns, rows=rows, notes=notes, header=header)]
