@@ -46,6 +46,3 @@ def starting_folders(
                 f"{origin}: agent {agent!r} is not in the team (agents: {', '.join(team_agents)})"
             )
     return {**libraries, **from_pack}
-
-
-__all__ = ["init_library_folders", "init_pack_folders", "starting_folders"]

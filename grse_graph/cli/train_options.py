@@ -384,19 +384,3 @@ class EngineOptions(OptionGroup):
     def checkpointer_spec(self) -> CheckpointerSpec | None:
         """The --checkpointer given (None: the run's own, or sqlite)."""
         return CheckpointerSpec.parse(self.checkpointer) if self.checkpointer else None
-
-
-__all__ = [
-    "EngineOptions",
-    "GateOptions",
-    "GrseOptions",
-    "LibraryOptions",
-    "LoopOptions",
-    "OutputOptions",
-    "PaperModeOptions",
-    "ProbeOptions",
-    "SettingsGroup",
-    "TaskOptions",
-    "given",
-    "read_train_table",
-]

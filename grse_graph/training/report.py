@@ -31,25 +31,10 @@ from .provenance import (
     SourceQuestion,
     learned_skills,
     libraries_by_iteration,
-    library_skills,
 )
 from .records import GateRecord
 from .repair import PlantedSkillOutcome
 from .run_folder import RunFolder
-
-__all__ = [
-    "change_text",
-    "comparison_lines",
-    "final_library_lines",
-    "gate_lines",
-    "gate_text",
-    "learned_lines",
-    "libraries_by_iteration",
-    "library_skills",
-    "question_lines",
-    "write_report",
-]
-
 
 VALIDATION_TITLE = "Validation score per iteration (gate decisions)"
 
