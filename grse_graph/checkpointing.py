@@ -189,16 +189,3 @@ async def open_run_checkpointer(
     async with open_saver(chosen, run_path) as saver:
         atomic_write_text(run_path / RECORD_FILE, record.model_dump_json(indent=2) + "\n")
         yield saver, record.thread_id
-
-
-__all__ = [
-    "RECORD_FILE",
-    "SQLITE_FILE",
-    "CheckpointerKind",
-    "CheckpointerRecord",
-    "CheckpointerSpec",
-    "open_run_checkpointer",
-    "open_saver",
-    "project_serializer",
-    "resolve_run",
-]

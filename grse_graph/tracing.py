@@ -91,6 +91,3 @@ def root_run_config(config: RunnableConfig) -> tuple[RunnableConfig, TraceRef]:
         "run_id": run_id,
         "metadata": {**(config.get("metadata") or {}), TRACE_METADATA_KEY: ref.trace_id},
     }, ref
-
-
-__all__ = ["TRACE_METADATA_KEY", "TraceRef", "current_trace_id", "root_run_config", "traced_config"]

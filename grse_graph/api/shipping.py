@@ -47,7 +47,9 @@ def export_pack(
     if isinstance(source, TrainResult):
         # Pinned to the iteration the result ended at, so a later resume of the same run
         # folder does not change what this result ships.
-        chosen = _final_iteration(source) if iteration is None else iteration
+        # (0: no iteration was gated).
+        final = max((gate.iteration for gate in source.gates), default=0)
+        chosen = final if iteration is None else iteration
         return export_run_pack(_run_folder(source.run_dir), chosen, dest, bookkeeping)
     if isinstance(source, str | Path):
         return export_run_pack(_run_folder(source), iteration, dest, bookkeeping)
@@ -60,11 +62,6 @@ def export_pack(
         "export_pack: expected a TrainResult, a training run folder or libraries by agent, "
         f"not {type(source).__name__}"
     )
-
-
-def _final_iteration(result: TrainResult) -> int:
-    """The iteration whose libraries a result ended with (0: no iteration was gated)."""
-    return max((gate.iteration for gate in result.gates), default=0)
 
 
 def _run_folder(path: PathInput) -> Path:

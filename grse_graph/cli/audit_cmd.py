@@ -214,14 +214,3 @@ def audit_command(
 def register(app: typer.Typer) -> None:
     """Register `audit` (as `grse skills audit`, through the skills group)."""
     app.command("audit")(one_line_errors(typer_command(audit_command)))
-
-
-__all__ = [
-    "audit_command",
-    "audit_questions",
-    "audit_table",
-    "audit_team",
-    "check_plan",
-    "progress_callback",
-    "run_progress",
-]

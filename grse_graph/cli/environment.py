@@ -48,6 +48,3 @@ def unknown_variable_warnings(
         hint = f"; did you mean {close[0]}?" if close else ""
         warnings.append(f"warning: {variable} is not a grse setting and is ignored{hint}")
     return warnings
-
-
-__all__ = ["OTHER_VARIABLES", "known_variables", "unknown_variable_warnings"]

@@ -109,6 +109,3 @@ def typer_command(command: Callable[..., R]) -> Callable[..., R]:
     parsed.__doc__ = command.__doc__
     parsed.__signature__ = signature  # type: ignore[attr-defined]
     return parsed
-
-
-__all__ = ["OptionGroup", "typer_command"]

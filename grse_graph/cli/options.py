@@ -61,13 +61,3 @@ class PanelledCommand(TyperCommand):
         for panel, records in ordered:
             with formatter.section(panel):
                 formatter.write_dl(records)
-
-
-__all__ = [
-    "CONFIG_HELP",
-    "ConfigOption",
-    "JsonOption",
-    "PanelledCommand",
-    "print_json",
-    "report_console",
-]

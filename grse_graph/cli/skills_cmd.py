@@ -84,10 +84,6 @@ def validate(path: PathArgument) -> None:
             _emit(f"ok: {report.skill_count} skills\n")
 
 
-def _utility(skill: Skill) -> str:
-    return "-" if skill.utility is None else f"{skill.utility:+.2f}"
-
-
 def _cell(text: str) -> Text:
     return Text(shown(" ".join(text.split())))
 
@@ -114,7 +110,7 @@ def show(path: PathArgument) -> None:
                 _cell(skill.name),
                 _cell(skill.description),
                 Text(str(approx_tokens(skill.body))),
-                Text(_utility(skill)),
+                Text("-" if skill.utility is None else f"{skill.utility:+.2f}"),
                 _cell(skill.provenance or "-"),
             ]
             table.add_row(*([_cell(group), *row] if several else row))

@@ -16,7 +16,7 @@ from grse_graph.checkpointing import CheckpointerSpec
 from grse_graph.cli.option_groups import typer_command
 from grse_graph.cli.options import JsonOption, PanelledCommand, print_json, report_console
 from grse_graph.cli.train_options import given
-from grse_graph.cli.train_setup import TrainOptions, build_train_config
+from grse_graph.cli.train_setup import TrainOptions
 from grse_graph.llm import LLMConfig, load_config
 from grse_graph.output import output_console
 from grse_graph.probes import ProbeSettings
@@ -36,7 +36,7 @@ from grse_graph.training.demo import (
     repair_config,
     run_demo,
 )
-from grse_graph.training.report import library_skills
+from grse_graph.training.provenance import library_skills
 from grse_graph.training.review import ReviewAnswer, ReviewRequest
 from grse_graph.training.run_export import export_run_pack
 from grse_graph.training.run_folder import RunFolder, default_run_dir
@@ -440,7 +440,3 @@ def print_scores(console: Console, result: DemoResult, start_label: str) -> None
             *(f"{summary.overall.metrics.get(m, 0.0):.3f}" for m in metrics),
         )
     console.print(table)
-
-
-# build_train_config now lives in train_setup; callers have always imported it from here.
-__all__ = ["build_train_config", "register"]

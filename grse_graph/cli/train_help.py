@@ -62,15 +62,3 @@ def section_option(field: str, help_text: str, *flags: str) -> Any:
 def every_method_option(help_text: str, *flags: str) -> Any:
     """A `grse train` option that every method reads."""
     return typer.Option(*flags, help=help_text, rich_help_panel=EVERY_METHOD)
-
-
-__all__ = [
-    "EVERY_METHOD",
-    "FLAG_OF_SETTING",
-    "every_method_option",
-    "section_option",
-    "section_panel",
-    "setting_flag",
-    "setting_option",
-    "setting_panel",
-]

@@ -15,21 +15,21 @@ from __future__ import annotations
 
 import tomllib
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from grse_graph.checkpointing import CheckpointerSpec
+from grse_graph.cli.eval_cmd import library_folders
 from grse_graph.cli.option_groups import OptionGroup
 from grse_graph.cli.options import ConfigOption
 from grse_graph.cli.train_help import every_method_option, section_option, setting_option
-from grse_graph.cli.train_libraries import init_library_folders, starting_folders
 from grse_graph.errors import ConfigError
 from grse_graph.llm import LLMConfig, load_config
 from grse_graph.methods.registry import DEFAULT_METHOD, METHOD_NAMES, method_class
-from grse_graph.skills import check_pack_destination
+from grse_graph.skills import PACK_SKILLS_DIR, check_pack_destination, import_pack
 from grse_graph.tasks.base import Task
 from grse_graph.team import default_team
 from grse_graph.team.topology import TOPOLOGY_NAMES
@@ -176,7 +176,8 @@ class LibraryOptions(SettingsGroup):
         against the task's team."""
         # --init-library replaces the TOML's table, as every flag replaces its TOML value.
         if self.init_library:
-            libraries = init_library_folders(self.init_library)
+            given_folders = library_folders(self.init_library, "--init-library")
+            libraries = {agent: str(folder.resolve()) for agent, folder in given_folders.items()}
         else:
             libraries = dict(config.init_libraries)
         if not libraries and self.init_pack is None:
@@ -184,6 +185,31 @@ class LibraryOptions(SettingsGroup):
         team = default_team(task, skill_mode=config.skill_mode, topology=config.topology)
         folders = starting_folders(libraries, self.init_pack, team.agent_names)
         return config.model_copy(update={"init_libraries": folders})
+
+
+def starting_folders(
+    libraries: dict[str, str], pack: Path | None, team_agents: Sequence[str]
+) -> dict[str, str]:
+    """The `--init-library` folders and the `--init-pack` agents' folders (the pack checked
+    against its manifest first, so a pack edited after export is refused), as one agent:
+    folder map; an agent given by both, or not in the team, is refused with one line."""
+    from_pack: dict[str, str] = {}
+    if pack is not None:
+        from_pack = {a: str((pack / a / PACK_SKILLS_DIR).resolve()) for a in import_pack(pack)}
+    both = sorted(from_pack.keys() & libraries.keys())
+    if both:
+        raise ConfigError(
+            f"--init-pack {pack}: agent {both[0]!r} is also given by --init-library; give one"
+        )
+    for agent, origin in [
+        *((a, f"--init-library {a}=...") for a in libraries),
+        *((a, f"--init-pack {pack}") for a in from_pack),
+    ]:
+        if agent not in team_agents:
+            raise ConfigError(
+                f"{origin}: agent {agent!r} is not in the team (agents: {', '.join(team_agents)})"
+            )
+    return {**libraries, **from_pack}
 
 
 class GateOptions(SettingsGroup):
@@ -384,19 +410,3 @@ class EngineOptions(OptionGroup):
     def checkpointer_spec(self) -> CheckpointerSpec | None:
         """The --checkpointer given (None: the run's own, or sqlite)."""
         return CheckpointerSpec.parse(self.checkpointer) if self.checkpointer else None
-
-
-__all__ = [
-    "EngineOptions",
-    "GateOptions",
-    "GrseOptions",
-    "LibraryOptions",
-    "LoopOptions",
-    "OutputOptions",
-    "PaperModeOptions",
-    "ProbeOptions",
-    "SettingsGroup",
-    "TaskOptions",
-    "given",
-    "read_train_table",
-]

@@ -147,6 +147,3 @@ class TrainOptions(OptionGroup):
         return PreparedRun(
             run=run, config=config, task=task, resumed=self.output.resume is not None
         )
-
-
-__all__ = ["PreparedRun", "TrainOptions", "build_train_config"]

@@ -37,22 +37,6 @@ OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_LEVEL = 0.95
 
-__all__ = [
-    "DEFAULT_LEVEL",
-    "DEFAULT_RESAMPLES",
-    "OUTCOMES",
-    "BootstrapInterval",
-    "ComparisonError",
-    "LibraryComparison",
-    "Outcome",
-    "QuestionTransition",
-    "TransitionTable",
-    "answer_outcome",
-    "compare_folders",
-    "compare_predictions",
-    "paired_bootstrap",
-]
-
 
 class ComparisonError(GrseError):
     """Two evaluations cannot be compared question by question (different or no questions)."""

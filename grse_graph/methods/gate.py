@@ -21,8 +21,6 @@ DEFAULT_DELTA = 0.02
 # Scores are means of float rewards; s_i == b_t - delta must not fail on rounding noise.
 _SCORE_TOL = 1e-9
 
-__all__ = ["DEFAULT_DELTA", "GateDecision", "PairedDifference", "assemble", "decide"]
-
 
 class PairedDifference(BaseModel):
     """Mean over questions of (candidate - base) per-question scores, and its standard error

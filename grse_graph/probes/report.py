@@ -281,23 +281,3 @@ def write_audit(report: AuditReport, folder: Path) -> dict[str, Path]:
 def read_audit(folder: Path) -> AuditReport:
     """The report an audit wrote into `folder`."""
     return AuditReport.model_validate_json((folder / AUDIT_FILE).read_text(encoding="utf-8"))
-
-
-__all__ = [
-    "AUDIT_FILE",
-    "CHART_FILE",
-    "REPORT_FILE",
-    "AuditHeader",
-    "AuditRecord",
-    "AuditReport",
-    "audit_markdown",
-    "chart_link",
-    "cost_line",
-    "effects_chart_png",
-    "effects_table",
-    "interval_text",
-    "plan_line",
-    "read_audit",
-    "signed",
-    "write_audit",
-]

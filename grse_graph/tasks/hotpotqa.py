@@ -134,10 +134,6 @@ def _questions(records: Iterable[Any], source: str, level: str | None) -> list[T
     return kept
 
 
-def _level(level: str | None) -> str | None:
-    return None if level in (None, "all", "") else level
-
-
 def load_hotpotqa(
     data: Path | None,
     *,
@@ -152,7 +148,7 @@ def load_hotpotqa(
     None. `level=None` or `"all"` keeps every level; `test_size=None` = all remaining records.
     `positions` (a `PositionSplits` or its JSON form) splits by position in the source's order
     instead of by the sizes. `loader` replaces `datasets.load_dataset` (for tests and mirrors)."""
-    wanted_level = _level(level)
+    wanted_level = None if level in (None, "all", "") else level
     if data is not None:
         path = Path(data)
         raw = read_json(path, task_name="hotpotqa")

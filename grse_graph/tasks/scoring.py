@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from grse_graph.errors import TaskError
 from grse_graph.metrics.hotpotqa import hotpot_em, hotpot_f1
 from grse_graph.metrics.locomo import locomo_scores
 from grse_graph.tasks.base import ScoredAnswer, TaskQuestion
 
-MetricName = Literal["hotpotqa", "locomo", "exact"]
 METRIC_NAMES: tuple[str, ...] = ("hotpotqa", "locomo", "exact")
 
 

@@ -25,17 +25,6 @@ from .topology import TOPOLOGIES, OpeningTurn, TopologyRegistry
 # centralized, hybrid; see `grse_graph.team.topology`).
 Topology = str
 
-__all__ = [
-    "FIRST_AGENT",
-    "SECOND_AGENT",
-    "AgentSpec",
-    "QuestionKind",
-    "SkillMode",
-    "TeamSpec",
-    "Topology",
-    "default_team",
-]
-
 
 class AgentSpec(BaseModel):
     """One agent of a team.
@@ -155,11 +144,6 @@ class TeamSpec(BaseModel):
         for name, library in libraries.items():
             team = team.with_library(name, library)
         return team
-
-    def with_skill_mode(self, mode: SkillMode) -> TeamSpec:
-        """A copy of the team where every agent receives its skills in this mode."""
-        agents = tuple(a.model_copy(update={"skill_mode": mode}) for a in self.agents)
-        return self.model_copy(update={"agents": agents})
 
     def with_tool_protocol(self, protocol: str) -> TeamSpec:
         """A copy of the team where every agent calls its tools by `protocol` (a name in the

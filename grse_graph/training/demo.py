@@ -410,23 +410,3 @@ def print_comparison(console: Console, comparison: LibraryComparison) -> None:
     console.print(transition_table(comparison))
     console.print(comparison.correct_rule, highlight=False, markup=False)
     console.print(difference_text(comparison), highlight=False, markup=False)
-
-
-__all__ = [
-    "DEMO_ACTOR_MAX_TOKENS",
-    "DEMO_ROLE_MODELS",
-    "DEMO_SETTINGS",
-    "DEMO_TEST_LIMIT",
-    "REPAIR_SETTINGS",
-    "TEST_FOLDERS",
-    "DemoResult",
-    "DemoSession",
-    "demo_llm_overrides",
-    "learning_config",
-    "print_comparison",
-    "print_learned",
-    "print_planted",
-    "repair_config",
-    "run_demo",
-    "run_demo_session",
-]

@@ -14,7 +14,6 @@ from pydantic import BaseModel
 
 from grse_graph.errors import GrseError
 from grse_graph.llm.provider import SamplingSettings
-from grse_graph.methods.rounds import RoundRequest, sampled_questions
 from grse_graph.tasks.base import Task, TaskQuestion
 
 from .config import TrainConfig
@@ -68,15 +67,6 @@ def train_questions(task: Task) -> list[TaskQuestion]:
     if not train:
         raise GrseError(f"task {task.name}: the train split is empty")
     return train
-
-
-def sample_batch_ids(task: Task, config: TrainConfig, iteration: int) -> list[str]:
-    """The default training batch of an iteration (`BaseCreditMethod.round_questions`): a
-    reproducible sample, kept in split order."""
-    request = RoundRequest(
-        iteration=iteration, train=train_questions(task), size=config.batch_size, seed=config.seed
-    )
-    return sampled_questions(request)
 
 
 def validation_ids(task: Task, config: TrainConfig) -> list[str]:

@@ -15,15 +15,24 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from pydantic import BaseModel
 
+from grse_graph.durable import atomic_write
 from grse_graph.evaluation.summary import difference_text, outcome_label, shorten
 from grse_graph.evaluation.transitions import OUTCOMES, LibraryComparison
 from grse_graph.methods.base import CreditMethod, ReportInputs
 from grse_graph.methods.registry import BUILTIN_METHODS, MethodClass, create_method
+from grse_graph.probes import ProbeSettings
+from grse_graph.probes.report import (
+    AuditReport,
+    chart_link,
+    effects_chart_png,
+    effects_table,
+    plan_line,
+)
 from grse_graph.skills import Skill
 
 from .actor_tokens import actor_token_lines, actor_tokens
+from .config import TrainConfig
 from .planted_table import md_cell, planted_lines
-from .probe_charts import write_probe_charts
 from .provenance import (
     GateEvidence,
     LearnedSkill,
@@ -31,25 +40,10 @@ from .provenance import (
     SourceQuestion,
     learned_skills,
     libraries_by_iteration,
-    library_skills,
 )
 from .records import GateRecord
 from .repair import PlantedSkillOutcome
 from .run_folder import RunFolder
-
-__all__ = [
-    "change_text",
-    "comparison_lines",
-    "final_library_lines",
-    "gate_lines",
-    "gate_text",
-    "learned_lines",
-    "libraries_by_iteration",
-    "library_skills",
-    "question_lines",
-    "write_report",
-]
-
 
 VALIDATION_TITLE = "Validation score per iteration (gate decisions)"
 
@@ -306,6 +300,43 @@ def final_library_lines(libs: dict[int, dict[str, list[Skill]]]) -> list[str]:
                 f"{md_cell(s.provenance or '-')} |"
             )
     return out
+
+
+def write_probe_charts(run: RunFolder, config: TrainConfig) -> list[str]:
+    """Draw every probed iteration's effects chart into RUN/plots (the audit's drawing) and
+    return report.md's probe section, which embeds them (nothing when no iteration was
+    probed)."""
+    probed = {record.iteration: record.result for record in run.probe_results.read()}
+    if not probed:
+        return []
+    # ProbeResult does not keep its split; the run's settings name it (the default when probe
+    # credit was switched off after the fact).
+    split = (config.probe or ProbeSettings()).split
+    lines = [
+        "## Probe credit: measured effects",
+        "",
+        "Each skill's effect on reward, measured by running the team greedily with the "
+        "iteration's libraries and with the skill masked: the mean paired difference over "
+        "questions with its bootstrap interval (the skill audit's measurement).",
+        "",
+    ]
+    for iteration, result in sorted(probed.items()):
+        audit = AuditReport.from_result(result, task=config.task, split=split)
+        name = f"effects_iter_{iteration}.png"
+        atomic_write(run.plots_dir / name, effects_chart_png(audit))
+        full = "-" if result.full_reward is None else f"{result.full_reward:.3f}"
+        lines += [
+            f"### Iteration {iteration}",
+            "",
+            f"- plan: {plan_line(audit.header, len(audit.effects))}",
+            f"- mean reward of the full libraries: {full}",
+            "",
+            *effects_table(audit),
+            "",
+            chart_link(audit, f"plots/{name}"),
+            "",
+        ]
+    return lines
 
 
 def write_report(

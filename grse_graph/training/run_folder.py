@@ -73,10 +73,6 @@ UNSHIPPED_STATUSES = frozenset({"shadow", "disabled"})
 skill is still on trial in its validation pool, a disabled one lost it."""
 
 
-def _unit_id(record: Any) -> str:
-    return str(record.unit_id)
-
-
 def default_run_dir(task: str) -> Path:
     """runs/<task>-<time>: where a run goes when no folder is given (`grse train`, `train`)."""
     return Path("runs") / f"{task}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
@@ -118,7 +114,9 @@ class RunFolder:
         another method wrote fails to validate: its `method` field names that method)."""
         store = self._credits.get(record_type)
         if store is None:
-            store = JsonlStore(self.path / "critiques.jsonl", record_type, key=_unit_id)
+            store = JsonlStore(
+                self.path / "critiques.jsonl", record_type, key=lambda r: str(r.unit_id)
+            )
             self._credits[record_type] = store
         return store
 

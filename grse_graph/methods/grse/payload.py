@@ -208,20 +208,12 @@ def _cap_tool_result(text: str, limit: int | None) -> str:
     return "\n".join(out)
 
 
-def _system_key(agent: str, version: int) -> str:
-    return f"<<SYSTEM:{agent}>>" if version == 1 else f"<<SYSTEM:{agent}#{version}>>"
-
-
 def _skill_key(agent: str, name: str) -> str:
     return f"<<SKILL:{agent}/{name}>>"
 
 
 def _fmt_reward(x: float) -> str:
     return f"{x:.2f}"
-
-
-def _fmt_adv(x: float) -> str:
-    return f"{x:+.2f}"
 
 
 @dataclass
@@ -269,7 +261,8 @@ class _Renderer:
         key = (step.agent, step.system_prompt)
         if key not in self.system_keys:
             version = 1 + sum(1 for a, _ in self.system_keys if a == step.agent)
-            self.system_keys[key] = _system_key(step.agent, version)
+            suffix = "" if version == 1 else f"#{version}"
+            self.system_keys[key] = f"<<SYSTEM:{step.agent}{suffix}>>"
         return self.system_keys[key]
 
     def render(self) -> str:
@@ -377,7 +370,7 @@ class _Renderer:
         lines = [f"# Rollouts (G={len(self.rollouts)}, mean reward {_fmt_reward(mean)})"]
         for i, (rollout, adv) in enumerate(zip(self.rollouts, self.advantages, strict=True)):
             lines.append(
-                f"## r{i + 1} reward={_fmt_reward(rollout.reward)} advantage={_fmt_adv(adv)} "
+                f"## r{i + 1} reward={_fmt_reward(rollout.reward)} advantage={adv:+.2f} "
                 f"answer={json.dumps(rollout.answer, ensure_ascii=False)}"
             )
             if rollout.error is not None:

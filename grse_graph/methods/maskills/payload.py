@@ -52,10 +52,6 @@ def _cap(text: str, limit: int | None) -> str:
     return f"{text[:limit]} [... {len(text) - limit} chars cut]"
 
 
-def _skill_ref(name: str) -> str:
-    return f"[skill {name}: see Invoked skills]"
-
-
 def _position(index: int, count: int) -> str:
     if index == count - 1:
         return prompts.POSITION_ROLES["last"]
@@ -98,7 +94,7 @@ class _Renderer:
         for skill in library.skills:
             body = skill.body.strip()
             if skill.name in shown and body and body in prompt:
-                prompt = prompt.replace(body, _skill_ref(skill.name))
+                prompt = prompt.replace(body, f"[skill {skill.name}: see Invoked skills]")
         return prompt.strip()
 
     def render(self) -> str:

@@ -118,10 +118,6 @@ class Diagnosis(BaseModel):
         return self.unique and self.tag in LOCAL_TAGS
 
 
-def _clamp(value: float) -> float:
-    return max(0.0, min(1.0, value))
-
-
 def cluster_failures(
     retained: Sequence[RetainedItem], traces: Sequence[VerifiedTrace]
 ) -> list[FailureCluster]:
@@ -146,7 +142,7 @@ def cluster_failures(
         skills = sorted(
             {f"{a}/{s}" for t in failures for a, names in t.used.items() for s in names}
         )
-        overlap = _clamp(0.35 * max(0, len(skills) - 1) + (0.5 if len(agents) > 1 else 0.0))
+        overlap = min(1.0, 0.35 * max(0, len(skills) - 1) + (0.5 if len(agents) > 1 else 0.0))
         richness = sum(
             (
                 min(1.0, len(t.action_trace) / 20)

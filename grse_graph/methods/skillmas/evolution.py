@@ -24,41 +24,11 @@ from grse_graph.skills import Skill, SkillLibrary
 
 from .designer import Create, Learn
 from .evolution_settings import EvolutionSettings
-from .exemplars import (
-    extract_action_patterns,
-    failure_example_score,
-    select_failure_examples,
-    select_success_examples,
-    success_example_score,
-)
 from .forge import Prune, Refine
 from .pool import Counting, evaluate_shadow
 from .skills import ParkedSkill
 from .trace import VerifiedTrace
 from .work import ActionKind, EvolutionAction, EvolutionWork, RoundEvidence
-
-# The values and LEARN's exemplar functions moved to their own modules; they stay importable
-# from here, where callers have always found them.
-__all__ = [
-    "DROP_THRESHOLD",
-    "EVOLUTION_ORDER",
-    "EvolutionAction",
-    "EvolutionWork",
-    "RoundEvidence",
-    "create",
-    "drop_observed",
-    "evaluate_pool",
-    "evolution_rules",
-    "evolve_skills",
-    "extract_action_patterns",
-    "failure_example_score",
-    "learn",
-    "prune",
-    "refine",
-    "select_failure_examples",
-    "select_success_examples",
-    "success_example_score",
-]
 
 EVOLUTION_ORDER = ("learn", "create", "refine", "prune")
 """The order a round runs the operators in (the code's designer, then its forge)."""

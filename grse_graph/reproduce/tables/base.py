@@ -282,11 +282,6 @@ def summary_metric(name: str, category: str | None = None, scale: float = 100.0)
     return read
 
 
-def paper_row(label: str) -> str:
-    """The paper's row of a row labelled per actor (`GRSE [qwen-7b]` -> `GRSE`)."""
-    return label.split(" [")[0]
-
-
 def metric_cells(
     paper: PaperTable,
     row: str,

@@ -43,10 +43,6 @@ def row_keys(method: str) -> tuple[str, str]:
     return f"{method}|Transfer", f"{method}|In-domain"
 
 
-def _label(key: str) -> str:
-    return key.replace("|", ": ")
-
-
 def groups(ctx: TableContext) -> dict[str, dict[str, list[RunSpec]]]:
     """Row -> target task -> runs (per seed)."""
     rows: dict[str, dict[str, list[RunSpec]]] = {}
@@ -95,7 +91,7 @@ def tabulate(ctx: TableContext, results: Mapping[str, Result]) -> list[TableCont
                 )
                 for target, metric in metrics.items()
             }
-            label = _label(key) + tag
+            label = key.replace("|", ": ") + tag
             rows.append(
                 layout_row(ctx.paper, key, label, cells)
                 if beside

@@ -7,7 +7,7 @@ routers of that stage; `grse_graph.training.graph.build_training_graph` only wir
 from .credit import CreditStage
 from .evolution import EvolutionStage
 from .probe import ProbeStage
-from .rollouts import RolloutStage, isolated
+from .rollouts import RolloutStage
 from .setup import SetupStage
 from .validation import ValidationStage
 
@@ -18,5 +18,4 @@ __all__ = [
     "RolloutStage",
     "SetupStage",
     "ValidationStage",
-    "isolated",
 ]

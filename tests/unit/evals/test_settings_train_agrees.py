@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from grse_graph.cli.train_cmd import build_train_config
+from grse_graph.cli.train_setup import build_train_config
 from grse_graph.llm import LLMConfig, load_config
 from grse_graph.reproduce.context import Actor, TableContext
 from grse_graph.reproduce.registry import TABLES

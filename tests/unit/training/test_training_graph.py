@@ -16,16 +16,26 @@ from langgraph.types import Command
 
 from grse_graph.errors import GrseError
 from grse_graph.methods.grse.method import CritiqueRecord
+from grse_graph.methods.rounds import RoundRequest, sampled_questions
 from grse_graph.skills import SkillLibrary
+from grse_graph.tasks.base import Task
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.graph import TrainingDeps, compile_training_graph, training_run_config
-from grse_graph.training.ids import rollout_unit_id, sample_batch_ids
+from grse_graph.training.ids import rollout_unit_id, train_questions
 from grse_graph.training.progress import ProgressEvent
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import run_training
 from tests.unit.training.fakes import CallLog, CountingProvider, InjectedFailure, TinyTask
 
 AGENTS_PER_ROLLOUT = 2  # the default team: retriever then reasoner, one model call each
+
+
+def sample_batch_ids(task: Task, config: TrainConfig, iteration: int) -> list[str]:
+    """The default training batch of an iteration: a reproducible sample, in split order."""
+    request = RoundRequest(
+        iteration=iteration, train=train_questions(task), size=config.batch_size, seed=config.seed
+    )
+    return sampled_questions(request)
 
 
 def _config(**changes: Any) -> TrainConfig:

@@ -189,7 +189,7 @@ def test_grse_train_needs_a_task_and_rejects_unknown_methods(tmp_path: Path) -> 
 def test_train_flags_fill_the_method_section_and_resume_keeps_the_runs_method(
     tmp_path: Path,
 ) -> None:
-    from grse_graph.cli.train_cmd import build_train_config
+    from grse_graph.cli.train_setup import build_train_config
     from grse_graph.methods.grse.method import GrseSettings
 
     config = build_train_config(

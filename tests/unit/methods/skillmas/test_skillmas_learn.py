@@ -8,12 +8,10 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from grse_graph.methods.skillmas.evolution import (
-    EvolutionWork,
-    RoundEvidence,
+from grse_graph.methods.skillmas.evolution import EvolutionWork, RoundEvidence, learn
+from grse_graph.methods.skillmas.exemplars import (
     extract_action_patterns,
     failure_example_score,
-    learn,
     select_failure_examples,
     select_success_examples,
     success_example_score,
