@@ -38,6 +38,10 @@ _GENERATION = re.compile(
 )
 # Trace verbosity: the slot's tokens kept from its cache before a task's prompt.
 _SLOT_CACHED = re.compile(r"cached n_tokens = (\d+), memory_seq_rm \[")
+# What llama.cpp's server logs when its HTTP port is taken ("couldn't bind HTTP server socket")
+# and what the OS says of it.
+_PORT_TAKEN = re.compile(r"couldn't bind|address already in use", re.IGNORECASE)
+PORT_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -195,14 +199,27 @@ class LocalEngine(Started):
         return require_started(self._log_path)
 
     def start(self) -> LocalEngine:
-        """Start the engine and wait until it answers (else `EngineError`, the engine stopped)."""
-        self._launch()
-        try:
-            self._poll_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        """Start the engine and wait until it answers (else `EngineError`, the engine stopped).
+        A port picked here (``port`` 0) can be taken by another process between the pick and
+        the server's bind: a server that exits because its port is in use is started again on
+        another free port, at most `PORT_ATTEMPTS` times."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            self._launch()
+            try:
+                self._poll_ready()
+                return self
+            except EngineError:
+                self.stop()
+                if self.settings.port or attempt == PORT_ATTEMPTS or not self._port_was_taken():
+                    raise
+                self._process = None
+            except BaseException:
+                self.stop()
+                raise
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _port_was_taken(self) -> bool:
+        return _PORT_TAKEN.search(self.log_tail(lines=20)) is not None
 
     def _launch(self) -> None:
         if self._process is not None:
