@@ -106,12 +106,17 @@ def readme_api_example() -> str:
 
 @pytest.mark.engine
 def test_readme_python_api_example_runs_on_the_engine(small_engine_url: str) -> None:
-    # train(), evaluate() and export_pack() as a reader runs them, every role on the embedded
-    # small model (the caps keep its runaway generations short).
-    env = {f"GRSE_{role}_BASE_URL": small_engine_url for role in ("ACTOR", "CRITIC", "OPTIMIZER")}
-    env |= {"GRSE_ACTOR_MAX_TOKENS": "64", "GRSE_CRITIC_MAX_TOKENS": "300"}
-    env |= {"GRSE_OPTIMIZER_MAX_TOKENS": "300", "LANGSMITH_TRACING": "false"}
-    out = run_example(readme_api_example(), env)
+    # train(), evaluate() and export_pack() as a reader runs them, the team on the embedded
+    # small model; the critic and the optimizer are the scripted server, as in the piped demo
+    # (the small model runs GRSE's critique to any cap a test can afford).
+    with FakeOpenAIServer() as scripted:
+        env = {
+            name: value
+            for name, value in scripted.env().items()
+            if name.startswith(("GRSE_CRITIC_", "GRSE_OPTIMIZER_"))
+        }
+        env |= {"GRSE_ACTOR_BASE_URL": small_engine_url, "GRSE_ACTOR_MAX_TOKENS": "64"}
+        out = run_example(readme_api_example(), env | {"LANGSMITH_TRACING": "false"})
     assert "iteration 1: validation" in out and "pack " in out
     assert re.search(r"^test reward \d\.\d\d on 2 questions$", out, re.MULTILINE), out
 

@@ -1,7 +1,9 @@
 """The embedded engine killed in the middle of `grse train`: bounded retries, one clear line,
 and `--resume` starts a new engine and finishes the run without redoing finished units.
 
-Real engine (small model) on a five-line task; run it under ``flock /tmp/grse-engine.lock``.
+The team on the real engine (small model) on a five-line task; the critic and the optimizer on
+the scripted server, which the kill does not touch (the small model's critique calls run to
+their cap and took most of this test's time, and the fault under test is the team's engine).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from grse_graph.training.run_folder import RunFolder
+from tests.fakeserver import FakeOpenAIServer
 from tests.faults.harness import finish, repeated_units, run_grse, start_grse, unparsable_files
 from tests.tiny_task import write_tiny_task
 
@@ -22,8 +25,6 @@ pytestmark = [pytest.mark.engine, pytest.mark.faults]
 
 SMALL_ENGINE_ENV = {
     "GRSE_ACTOR_MAX_TOKENS": "48",
-    "GRSE_CRITIC_MAX_TOKENS": "300",
-    "GRSE_OPTIMIZER_MAX_TOKENS": "200",
     "GRSE_ENGINE_N_CTX": "4096",
     "GRSE_ENGINE_THREADS": "2",
 }
@@ -56,11 +57,21 @@ def test_engine_killed_mid_run_gives_one_line_then_resume_starts_a_new_engine(
     flags = ["--task", "jsonl", "--data", str(data), "--iterations", "1", "--batch-size", "1",
              "--group-size", "2", "--validation-size", "2", "--concurrency", "1"]  # fmt: skip
     run_path = tmp_path / "run"
+    with FakeOpenAIServer() as scripted:
+        env = SMALL_ENGINE_ENV | {
+            name: value
+            for name, value in scripted.env().items()
+            if name.startswith(("GRSE_CRITIC_", "GRSE_OPTIMIZER_"))
+        }
+        _kill_then_resume(flags, run_path, env, tmp_path)
+
+
+def _kill_then_resume(flags: list[str], run_path: Path, env: dict[str, str], cwd: Path) -> None:
     started = time.perf_counter()
     process = start_grse(
         ["train", *flags, "--model", "small", "--out", str(run_path)],
-        SMALL_ENGINE_ENV,
-        cwd=tmp_path,
+        env,
+        cwd=cwd,
     )
     killed: list[int] = []
     watcher = threading.Thread(
@@ -84,8 +95,8 @@ def test_engine_killed_mid_run_gives_one_line_then_resume_starts_a_new_engine(
 
     resumed = run_grse(
         ["train", "--resume", str(run_path), "--model", "small"],
-        SMALL_ENGINE_ENV,
-        cwd=tmp_path,
+        env,
+        cwd=cwd,
         timeout_s=900,
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]

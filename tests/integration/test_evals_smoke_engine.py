@@ -168,8 +168,11 @@ def test_table_1_as_a_user_types_it(results_dir: Path) -> None:
     group_size = grse.read_config().method.group_size
     assert_one_iteration(grse, rollouts=group_size)  # one training question, G rollouts
     assert grse.report_path.read_text(encoding="utf-8").startswith("# GRSE training report:")
-    critiques = grse.credits(CritiqueRecord).read()
-    assert len(critiques) == 1 and all(c.result is not None or c.error for c in critiques)
+    # The smoke's small critic runs GRSE's structured critique to the smoke cap (measured at
+    # caps of 160, 400 and 800 tokens), so the group's critique is a recorded error; MASkills'
+    # critique below must parse, so this test fails when every critique errored.
+    (critique,) = grse.credits(CritiqueRecord).read()
+    assert critique.result is not None or (critique.error or "").startswith("StructuredOutputError")
     # The group's first-agent call went out once with n = G; each reply the server sent became
     # that rollout's first step.
     (opening,) = grse.openings.read()
@@ -184,4 +187,4 @@ def test_table_1_as_a_user_types_it(results_dir: Path) -> None:
     assert "## MASkills credit" in maskills.report_path.read_text(encoding="utf-8")
     (record,) = maskills.credits(MaskillsRecord).read()
     assert record.rollout_ids == [maskills.rollouts.read()[0].unit_id]
-    assert record.result is not None or record.error
+    assert record.error is None and record.result is not None, record.error

@@ -1,7 +1,8 @@
 """`langgraph dev` serves both graphs of `langgraph.json`; through `langgraph_sdk` the `team`
-graph answers one demo question and the `training` graph runs a tiny configuration, both on the
-embedded small-model engine and configured through each assistant's context (the server gets
-no GRSE_* variable)."""
+graph answers one demo question and the `training` graph runs a tiny configuration, the team on
+the embedded small-model engine (the training's critic and optimizer on the scripted server, so
+that a parsed critique reaches the gate), configured through each assistant's context (the
+server gets no GRSE_* variable)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,18 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph_sdk import get_sync_client
 
+from grse_graph.methods.grse.method import CritiqueRecord
 from grse_graph.tasks import load_task
 from grse_graph.team import default_team
+from grse_graph.training.run_folder import RunFolder
+from tests.fakeserver import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[2]
 API_LINE = re.compile(r"API:\s*(http://127\.0\.0\.1:\d+)")
@@ -105,13 +110,19 @@ def dev_server(tmp_path: Path) -> Any:
         server.stop()
 
 
-def _endpoint(url: str, max_tokens: int) -> dict[str, Any]:
-    return {"base_url": url, "model": "grse-local", "max_tokens": max_tokens}
+def _endpoint(url: str, max_tokens: int, model: str = "grse-local") -> dict[str, Any]:
+    return {"base_url": url, "model": model, "max_tokens": max_tokens}
+
+
+@pytest.fixture()
+def scripted() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as server:
+        yield server
 
 
 @pytest.mark.engine
 def test_langgraph_dev_runs_the_team_and_a_tiny_training_configured_by_context(
-    dev_server: DevServer, small_engine_url: str, tmp_path: Path
+    dev_server: DevServer, small_engine_url: str, scripted: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     client = get_sync_client(url=dev_server.url())
     graphs = {a["graph_id"] for a in client.assistants.search(limit=20)}
@@ -140,8 +151,8 @@ def test_langgraph_dev_runs_the_team_and_a_tiny_training_configured_by_context(
         context={
             "task": "demo",
             "actor": _endpoint(small_engine_url, 64),
-            "critic": _endpoint(small_engine_url, 300),
-            "optimizer": _endpoint(small_engine_url, 300),
+            "critic": _endpoint(scripted.base_url("critic"), 300, "fake"),
+            "optimizer": _endpoint(scripted.base_url("optimizer"), 300, "fake"),
             "runs_dir": str(tmp_path / "runs"),
             "train": {
                 "iterations": 1,
@@ -152,7 +163,6 @@ def test_langgraph_dev_runs_the_team_and_a_tiny_training_configured_by_context(
                 "method": {
                     "name": "grse",
                     "group_size": 2,
-                    "critic_max_tokens": 300,
                     "payload_limits": {
                         "step_output_chars": 400,
                         "tool_result_chars": 300,
@@ -178,5 +188,7 @@ def test_langgraph_dev_runs_the_team_and_a_tiny_training_configured_by_context(
     assert final["run_dir"] == str(run_dir)
     assert final["iterations_done"] == 1
     assert (run_dir / "gate.jsonl").exists() and (run_dir / "report.md").exists()
+    (critique,) = RunFolder(run_dir).credits(CritiqueRecord).read()
+    assert critique.error is None and critique.result is not None, critique.error
     assert {"rollouts", "validation"} <= {event["stage"] for event in progress}
     assert "BlockingError" not in "".join(dev_server.lines)
