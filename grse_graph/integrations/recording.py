@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -19,7 +18,7 @@ from langgraph.config import get_config
 
 from grse_graph.skills import SkillLibrary
 from grse_graph.team.agent import usage_of
-from grse_graph.team.rollout import Step, StepUsage, ToolCallRecord
+from grse_graph.team.rollout import Step, ToolCallRecord
 
 TEAM_RUN_KEY = "grse_team_run"
 
@@ -40,30 +39,18 @@ def final_text(messages: Sequence[BaseMessage]) -> str:
     return ""
 
 
-@dataclass
-class _Draft:
-    order: int
-    agent: str
-    input: str
-    input_ref: str | None
-    system_prompt: str = ""
-    skills_present: list[str] = field(default_factory=list)
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    skills_invoked: list[str] = field(default_factory=list)
-    usage: StepUsage = field(default_factory=StepUsage)
-
-
 class StepLog:
     """Agent invocations being recorded. Thread-safe: sync agents run in worker threads and
     tools may run in parallel. With `keep=False` (an agent used outside training) a closed step
-    is returned and forgotten."""
+    is returned and forgotten. An open invocation is the `Step` being filled in: its output
+    comes with `close`."""
 
     def __init__(self, *, keep: bool = True) -> None:
         self._keep = keep
         self._lock = threading.Lock()
         self._started = 0
-        self._open: dict[str, _Draft] = {}
-        self._done: list[tuple[int, Step]] = []
+        self._open: dict[str, Step] = {}
+        self._done: list[Step] = []
 
     def open(self, agent: str, input_text: str, input_ref: str | None = None) -> str:
         """Start recording one invocation of `agent`; returns its id."""
@@ -71,10 +58,17 @@ class StepLog:
             order = self._started
             self._started += 1
             invocation = f"{agent}#{order}"
-            self._open[invocation] = _Draft(order, agent, input_text, input_ref)
+            self._open[invocation] = Step(
+                index=order,
+                agent=agent,
+                system_prompt="",
+                input=input_text,
+                input_ref=input_ref,
+                output="",
+            )
             return invocation
 
-    def _draft(self, invocation: str) -> _Draft:
+    def _draft(self, invocation: str) -> Step:
         draft = self._open.get(invocation)
         if draft is None:
             raise KeyError(f"no open agent invocation {invocation!r}")
@@ -116,29 +110,17 @@ class StepLog:
     def close(self, invocation: str, output: str) -> Step:
         """Finish the invocation with the agent's output; returns its step."""
         with self._lock:
-            draft = self._open.pop(invocation, None)
-            if draft is None:
-                raise KeyError(f"no open agent invocation {invocation!r}")
-            step = Step(
-                index=draft.order,
-                agent=draft.agent,
-                system_prompt=draft.system_prompt,
-                input=draft.input,
-                input_ref=draft.input_ref,
-                output=output,
-                tool_calls=draft.tool_calls,
-                skills_present=draft.skills_present,
-                skills_invoked=draft.skills_invoked,
-                usage=draft.usage,
-            )
+            step = self._draft(invocation)
+            del self._open[invocation]
+            step.output = output
             if self._keep:
-                self._done.append((draft.order, step))
+                self._done.append(step)
             return step
 
     def steps(self) -> list[Step]:
         """The closed steps in start order, indexed 0..n-1."""
         with self._lock:
-            ordered = [step for _, step in sorted(self._done, key=lambda item: item[0])]
+            ordered = sorted(self._done, key=lambda step: step.index)
         return [step.model_copy(update={"index": i}) for i, step in enumerate(ordered)]
 
     def unfinished(self) -> list[str]:

@@ -97,24 +97,12 @@ def agent_turn_input(
     position: int,
     kind: QuestionKind,
     previous: Sequence[Step],
-    protocols: ToolProtocolRegistry = TOOL_PROTOCOLS,
+    protocols: ToolProtocolRegistry | None = TOOL_PROTOCOLS,
 ) -> tuple[AgentTurnInput, SkillUseRecorder | None]:
     """One agent's turn on a question after the `previous` steps, and the recorder of its skill
     loads (tool and path modes with a non-empty library only). The system prompt ends with the
-    instructions of the agent's tool protocol (resolved in `protocols`), if it has any."""
-    turn, recorder = _bare_turn_input(task, question, agent, position, kind, previous)
-    return with_instructions(turn, protocols.resolve(agent.tool_protocol)), recorder
-
-
-def _bare_turn_input(
-    task: Task,
-    question: TaskQuestion,
-    agent: AgentSpec,
-    position: int,
-    kind: QuestionKind,
-    previous: Sequence[Step],
-) -> tuple[AgentTurnInput, SkillUseRecorder | None]:
-    """`agent_turn_input` before the tool protocol's instructions."""
+    instructions of the agent's tool protocol (resolved in `protocols`), if it has any; with
+    `protocols` None it has none yet (`main_turn_input` adds them after its own changes)."""
     disclosure = disclose(agent.skill_mode, agent.role_for(kind), agent.library)
     task_input = task.render_input(question)
     user_input = compose_input(task_input, previous, agent)
@@ -134,7 +122,9 @@ def _bare_turn_input(
         shared_input=task_input,
         skills_hash=agent.library.content_hash() if disclosure.tool is not None else None,
     )
-    return turn, disclosure.recorder
+    if protocols is None:
+        return turn, disclosure.recorder
+    return with_instructions(turn, protocols.resolve(agent.tool_protocol)), disclosure.recorder
 
 
 def main_turn_input(
@@ -150,7 +140,7 @@ def main_turn_input(
     """A main agent's turn: the question only, its delegation tools first (sharing its tool
     budget with its own task tools), and the delegation note after its role and skills (then
     its tool protocol's instructions, which cover the delegation tools)."""
-    turn, recorder = _bare_turn_input(task, question, agent, position, kind, ())
+    turn, recorder = agent_turn_input(task, question, agent, position, kind, (), None)
     turn = turn.model_copy(
         update={
             "system_prompt": f"{turn.system_prompt}\n\n{delegation_note(delegation)}",

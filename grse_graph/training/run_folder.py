@@ -83,6 +83,12 @@ class RunFolder:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.config_path = self.path / CONFIG_FILE
+        self.usage_path = self.path / "usage.json"
+        self.report_path = self.path / "report.md"
+        # Every probe run of the training (probes.jsonl, keyed by libraries).
+        self.probes_dir = self.path / "probes"
+        self.plots_dir = self.path / "plots"
         self.rollouts = JsonlStore(
             self.path / "rollouts.jsonl", RolloutRecord, key=lambda r: r.unit_id
         )
@@ -119,31 +125,6 @@ class RunFolder:
             )
             self._credits[record_type] = store
         return store
-
-    @property
-    def config_path(self) -> Path:
-        """RUN/config.json."""
-        return self.path / CONFIG_FILE
-
-    @property
-    def usage_path(self) -> Path:
-        """RUN/usage.json."""
-        return self.path / "usage.json"
-
-    @property
-    def report_path(self) -> Path:
-        """RUN/report.md."""
-        return self.path / "report.md"
-
-    @property
-    def probes_dir(self) -> Path:
-        """RUN/probes: every probe run of the training (probes.jsonl, keyed by libraries)."""
-        return self.path / "probes"
-
-    @property
-    def plots_dir(self) -> Path:
-        """RUN/plots."""
-        return self.path / "plots"
 
     def test_dir(self, label: str) -> Path:
         """RUN/test_start or RUN/test_final: the test evaluation of the starting (`start`) or
