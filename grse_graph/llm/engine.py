@@ -38,8 +38,7 @@ _GENERATION = re.compile(
 )
 # Trace verbosity: the slot's tokens kept from its cache before a task's prompt.
 _SLOT_CACHED = re.compile(r"cached n_tokens = (\d+), memory_seq_rm \[")
-# What llama.cpp's server logs when its HTTP port is taken ("couldn't bind HTTP server socket")
-# and what the OS says of it.
+# What llama.cpp's server (and the OS) logs when its HTTP port is taken.
 _PORT_TAKEN = re.compile(r"couldn't bind|address already in use", re.IGNORECASE)
 PORT_ATTEMPTS = 3
 
@@ -200,26 +199,20 @@ class LocalEngine(Started):
 
     def start(self) -> LocalEngine:
         """Start the engine and wait until it answers (else `EngineError`, the engine stopped).
-        A port picked here (``port`` 0) can be taken by another process between the pick and
-        the server's bind: a server that exits because its port is in use is started again on
-        another free port, at most `PORT_ATTEMPTS` times."""
-        for attempt in range(1, PORT_ATTEMPTS + 1):
+        A port picked here (``port`` 0) can be taken between the pick and the server's bind: a
+        server that exits for that is started again on another port (`PORT_ATTEMPTS` in all)."""
+        attempts_left = PORT_ATTEMPTS
+        while True:
             self._launch()
             try:
                 self._poll_ready()
                 return self
-            except EngineError:
+            except BaseException as error:
                 self.stop()
-                if self.settings.port or attempt == PORT_ATTEMPTS or not self._port_was_taken():
+                self._process, attempts_left = None, attempts_left - 1
+                retry = isinstance(error, EngineError) and not self.settings.port and attempts_left
+                if not (retry and _PORT_TAKEN.search(self.log_tail(lines=20))):
                     raise
-                self._process = None
-            except BaseException:
-                self.stop()
-                raise
-        raise AssertionError("unreachable: the last attempt returns or raises")
-
-    def _port_was_taken(self) -> bool:
-        return _PORT_TAKEN.search(self.log_tail(lines=20)) is not None
 
     def _launch(self) -> None:
         if self._process is not None:
