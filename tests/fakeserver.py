@@ -39,6 +39,8 @@ from typing import Any, Literal
 
 FaultKind = Literal["http_500", "hang", "truncated", "invalid_json", "invalid_tool_call", "refused"]
 ROLES = ("actor", "critic", "optimizer")
+SCRIPTED_JUDGES = ("critic", "optimizer")
+"""The roles an engine test scripts when the small model cannot fill their replies."""
 WRONG_ANSWER = "Answer: unknown"
 
 
@@ -340,10 +342,13 @@ class FakeOpenAIServer:
     def base_url(self, role: str) -> str:
         return f"http://127.0.0.1:{self.port}/{role}/v1"
 
-    def env(self, *, timeout_s: float = 5.0, max_retries: int = 2) -> dict[str, str]:
-        """``GRSE_<ROLE>_*`` variables pointing every role at its own path of this server."""
+    def env(
+        self, *, roles: tuple[str, ...] = ROLES, timeout_s: float = 5.0, max_retries: int = 2
+    ) -> dict[str, str]:
+        """``GRSE_<ROLE>_*`` variables pointing each of `roles` (default every role) at its own
+        path of this server (`SCRIPTED_JUDGES`: the actor left to the engine)."""
         variables: dict[str, str] = {}
-        for role in ROLES:
+        for role in roles:
             prefix = f"GRSE_{role.upper()}_"
             variables[prefix + "BASE_URL"] = self.base_url(role)
             variables[prefix + "MODEL"] = "fake"

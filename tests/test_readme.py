@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from grse_graph.methods.base import CreditMethod
-from tests.fakeserver import FakeOpenAIServer
+from tests.fakeserver import SCRIPTED_JUDGES, FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -110,11 +110,7 @@ def test_readme_python_api_example_runs_on_the_engine(small_engine_url: str) -> 
     # small model; the critic and the optimizer are the scripted server, as in the piped demo
     # (the small model runs GRSE's critique to any cap a test can afford).
     with FakeOpenAIServer() as scripted:
-        env = {
-            name: value
-            for name, value in scripted.env().items()
-            if name.startswith(("GRSE_CRITIC_", "GRSE_OPTIMIZER_"))
-        }
+        env = scripted.env(roles=SCRIPTED_JUDGES)
         env |= {"GRSE_ACTOR_BASE_URL": small_engine_url, "GRSE_ACTOR_MAX_TOKENS": "64"}
         out = run_example(readme_api_example(), env | {"LANGSMITH_TRACING": "false"})
     assert "iteration 1: validation" in out and "pack " in out

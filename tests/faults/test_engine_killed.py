@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grse_graph.training.run_folder import RunFolder
-from tests.fakeserver import FakeOpenAIServer
+from tests.fakeserver import SCRIPTED_JUDGES, FakeOpenAIServer
 from tests.faults.harness import finish, repeated_units, run_grse, start_grse, unparsable_files
 from tests.tiny_task import write_tiny_task
 
@@ -58,11 +58,7 @@ def test_engine_killed_mid_run_gives_one_line_then_resume_starts_a_new_engine(
              "--group-size", "2", "--validation-size", "2", "--concurrency", "1"]  # fmt: skip
     run_path = tmp_path / "run"
     with FakeOpenAIServer() as scripted:
-        env = SMALL_ENGINE_ENV | {
-            name: value
-            for name, value in scripted.env().items()
-            if name.startswith(("GRSE_CRITIC_", "GRSE_OPTIMIZER_"))
-        }
+        env = SMALL_ENGINE_ENV | scripted.env(roles=SCRIPTED_JUDGES)
         _kill_then_resume(flags, run_path, env, tmp_path)
 
 

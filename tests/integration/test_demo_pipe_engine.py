@@ -25,7 +25,7 @@ import pytest
 from grse_graph.tasks.planted import demo_planted
 from grse_graph.training.planted_table import PLANTED_TITLE
 from grse_graph.training.run_folder import RunFolder
-from tests.fakeserver import FakeOpenAIServer
+from tests.fakeserver import SCRIPTED_JUDGES, FakeOpenAIServer
 
 DEMO_TIMEOUT_S = 1200
 """A guard against a hung demo, not a bound."""
@@ -67,11 +67,7 @@ def test_a_piped_small_demo_prints_whole_rows_and_reports_the_planted_table(
         *("--out", str(run)),
     ]
     with server, log.open("w", encoding="utf-8") as out:
-        env.update(
-            (name, value)
-            for name, value in server.env().items()
-            if name.startswith(("GRSE_CRITIC_", "GRSE_OPTIMIZER_"))
-        )
+        env.update(server.env(roles=SCRIPTED_JUDGES))
         done = subprocess.run(
             command,
             stdout=out,

@@ -27,7 +27,7 @@ from grse_graph.training.config import TrainConfig
 from grse_graph.training.graph import TrainingDeps
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import run_training
-from tests.fakeserver import FakeOpenAIServer
+from tests.fakeserver import SCRIPTED_JUDGES, FakeOpenAIServer
 from tests.tiny_task import write_tiny_task
 
 pytestmark = pytest.mark.engine
@@ -125,8 +125,8 @@ def test_one_grse_iteration_evolves_the_users_own_agents(
             overrides={
                 "actor.base_url": small_engine_url,
                 "actor.max_tokens": 64,
-                **{f"{role}.base_url": scripted.base_url(role) for role in ("critic", "optimizer")},
-                **{f"{role}.model": "fake" for role in ("critic", "optimizer")},
+                **{f"{role}.base_url": scripted.base_url(role) for role in SCRIPTED_JUDGES},
+                **{f"{role}.model": "fake" for role in SCRIPTED_JUDGES},
             },
         )
         run = _train_once(llm, data, tmp_path / "run")
