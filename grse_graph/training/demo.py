@@ -59,8 +59,12 @@ DEMO_SETTINGS: dict[str, Any] = {
     # otherwise runs to the paper's caps (the optimizer's induce calls of one GRSE iteration
     # generated 2 x 1,200 tokens, about three minutes, `benchmarks/iteration.py --compare`).
     # A critic reply with a few diagnoses fits in 700 tokens, a merge in 400, and a skill of at
-    # most 180 words (body cap 240 tokens) with its name and description in 450.
+    # most 180 words (body cap 240 tokens) with its name and description in 450. Two diagnoses
+    # per reply: unbounded, the 0.5B critic listed one per failure type for the same skill
+    # until the cap cut every reply, and each repair call did the same (6 calls, 933 s of the
+    # demo at e37ab98).
     "critic_max_tokens": 700,
+    "max_diagnoses": 2,
     "aggregate_max_tokens": 400,
     "operators": {
         "refine_max_tokens": 400,
@@ -107,7 +111,13 @@ REPAIR_SETTINGS: dict[str, Any] = {
 }
 """What `repair_config` changes over `DEMO_SETTINGS`: the planted-library repair of the demo."""
 
-_METHOD_KNOBS = ("group_size", "critic_max_tokens", "aggregate_max_tokens", "operators")
+_METHOD_KNOBS = (
+    "group_size",
+    "critic_max_tokens",
+    "max_diagnoses",
+    "aggregate_max_tokens",
+    "operators",
+)
 """Keys of `DEMO_SETTINGS` that belong to the method section (each only where the method has
 that knob: MASkills has no group)."""
 

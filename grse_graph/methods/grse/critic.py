@@ -83,6 +83,7 @@ class GroupCritic:
     is the `w/o structure` variant: the same group-relative credits and agent feedback, with
     neither the diagnosis schema nor its checks.
 
+    `max_diagnoses` bounds the diagnoses of one reply (None: no bound, as in the paper).
     `observed_skill_use` says per agent whether skill loads are recorded (tool and path modes),
     `token_counter` counts the payload in the critic's tokens when `limits.max_tokens` is set,
     and `answer_length_note` appends App. F's HotpotQA note to the system prompt. Two of the
@@ -96,6 +97,7 @@ class GroupCritic:
         provider: ChatModelProvider,
         *,
         max_tokens: int | None = None,
+        max_diagnoses: int | None = None,
         structured: bool = True,
         with_labels: bool = False,
         limits: PayloadLimits | None = None,
@@ -107,6 +109,7 @@ class GroupCritic:
     ) -> None:
         self.provider = provider
         self.max_tokens = max_tokens
+        self.max_diagnoses = max_diagnoses
         self.structured = structured
         self.with_labels = with_labels
         self.limits = limits or PayloadLimits()
@@ -222,7 +225,9 @@ class GroupCritic:
             if narrowing != "off"
             else None
         )
-        schema = critic_output_schema(any(r.reward < 1.0 for r in rollouts), vocabulary)
+        schema = critic_output_schema(
+            any(r.reward < 1.0 for r in rollouts), vocabulary, self.max_diagnoses
+        )
         try:
             raw = await astructured_call(model, schema, messages)
         except StructuredOutputError as error:
@@ -295,11 +300,10 @@ class GroupCritic:
             violations=_render_violations([(d, v) for _, d, v in failing]),
         )
         messages: list[BaseMessage] = [SystemMessage(self.system_prompt), HumanMessage(text)]
+        schema = critic_repair_schema(vocabulary, len(failing))
         try:
             repair = CriticRepair.model_validate(
-                (
-                    await astructured_call(model, critic_repair_schema(vocabulary), messages)
-                ).model_dump()
+                (await astructured_call(model, schema, messages)).model_dump()
             )
         except StructuredOutputError as error:
             reason = f"repair call failed: {error}"

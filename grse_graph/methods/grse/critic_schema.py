@@ -157,7 +157,9 @@ def _one_of_models(models: Sequence[type[BaseModel]]) -> Any:
 
 
 def critic_output_schema(
-    group_has_failure: bool, vocabulary: CriticVocabulary | None = None
+    group_has_failure: bool,
+    vocabulary: CriticVocabulary | None = None,
+    max_diagnoses: int | None = None,
 ) -> type[CriticOutput]:
     """The schema the critic fills for one group.
 
@@ -165,16 +167,24 @@ def critic_output_schema(
     least one diagnosis (``minItems`` becomes part of the engine's grammar): small critics
     otherwise close every list at once and the group teaches nothing. An honest outlet remains
     (``uncertain_attribution`` with ``no_edit``). With a `vocabulary`, agents, skills, steps
-    and actions are advertised per agent (see `CriticVocabulary`). Parsed values are converted
-    back to the plain models by the caller; the schema keeps the name ``CriticOutput`` because
-    the function-calling tool is named after it.
+    and actions are advertised per agent (see `CriticVocabulary`), and the lists are bounded:
+    one credit per (agent, skill), one feedback per agent and `max_diagnoses` diagnoses. A 0.5B
+    critic otherwise writes one diagnosis per failure type for the same skill until its token
+    cap cuts the reply. The bounds are advertised (``maxItems``, part of the engine's grammar),
+    not enforced in parsing: a longer list from a server that ignores the schema is still
+    checked item by item. Parsed values are converted back to the plain models by the caller;
+    the schema keeps the name ``CriticOutput`` because the function-calling tool is named
+    after it.
     """
     fields: dict[str, Any] = {
         "credits": _credits_field(vocabulary),
-        "agent_feedback": (list[_feedback_item(vocabulary)], ...),  # type: ignore[misc]
+        "agent_feedback": (
+            list[_feedback_item(vocabulary)],  # type: ignore[misc]
+            _at_most(len(vocabulary.agents) if vocabulary else None),
+        ),
         "diagnoses": (
             list[_diagnosis_item(vocabulary)],  # type: ignore[misc]
-            Field(min_length=1) if group_has_failure else ...,
+            _at_most(max_diagnoses, at_least=int(group_has_failure)),
         ),
     }
     return create_model(
@@ -182,17 +192,24 @@ def critic_output_schema(
     )
 
 
-def critic_repair_schema(vocabulary: CriticVocabulary | None) -> type[CriticRepair]:
-    """`CriticRepair` advertising the same names as the group's `critic_output_schema`."""
+def critic_repair_schema(vocabulary: CriticVocabulary | None, diagnoses: int) -> type[CriticRepair]:
+    """`CriticRepair` advertising the same names as the group's `critic_output_schema`, and
+    one corrected diagnosis per one sent back (`diagnoses`)."""
     if vocabulary is None:
         return CriticRepair
     return create_model(
         "CriticRepair",
         __base__=CriticRepair,
         __doc__=CriticRepair.__doc__,
-        diagnoses=(list[_diagnosis_item(vocabulary)], ...),  # type: ignore[misc]
+        diagnoses=(list[_diagnosis_item(vocabulary)], _at_most(diagnoses)),  # type: ignore[misc]
         credits=_credits_field(vocabulary),
     )
+
+
+def _at_most(items: int | None, *, at_least: int = 0) -> Any:
+    """A required list field advertising ``maxItems`` (when bounded) and ``minItems``."""
+    bound = {} if items is None else {"json_schema_extra": {"maxItems": items}}
+    return Field(min_length=at_least or None, **bound)
 
 
 def _credits_field(vocabulary: CriticVocabulary | None) -> tuple[Any, Any]:
@@ -206,10 +223,11 @@ def _credits_field(vocabulary: CriticVocabulary | None) -> tuple[Any, Any]:
         )
         for agents, words in vocabulary.variants(lambda words: bool(words.skills))
     ]
+    # No skill yet: nothing to credit, so the empty list only.
     if not variants:
-        # No skill exists yet, so there is nothing to credit: advertise the empty list only.
-        return list[SkillCredit], Field(json_schema_extra={"maxItems": 0})
-    return list[_one_of_models(variants)], ...  # type: ignore[misc]
+        return list[SkillCredit], _at_most(0)
+    pairs = sum(len(words.skills) for words in vocabulary.agents.values())
+    return list[_one_of_models(variants)], _at_most(pairs)  # type: ignore[misc]
 
 
 def _feedback_item(vocabulary: CriticVocabulary | None) -> Any:

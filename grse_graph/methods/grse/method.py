@@ -59,6 +59,9 @@ class GrseSettings(MethodSettings):
     critic_max_tokens: int | None = Field(
         default=None, ge=1, description="critic cap; None: the critic role's (paper: 4,000)"
     )
+    max_diagnoses: int | None = Field(
+        default=None, ge=1, description="diagnoses per critic reply; None: no bound (paper)"
+    )
     payload_limits: PayloadLimits = Field(
         default_factory=lambda: PayloadLimits(max_tokens=DEFAULT_PAYLOAD_TOKENS)
     )
@@ -164,6 +167,7 @@ class GrseMethod(BaseCreditMethod[GrseSettings, CritiqueRecord]):
         return GroupCritic(
             provider,
             max_tokens=s.critic_max_tokens,
+            max_diagnoses=s.max_diagnoses,
             structured=s.structured,
             with_labels=s.with_labels,
             limits=s.payload_limits,

@@ -325,6 +325,30 @@ def test_the_tool_schema_advertises_each_agents_own_skills_steps_and_actions() -
     assert "SkillCredit_answerer" not in defs
 
 
+def test_the_schema_bounds_each_list_and_the_parser_still_reads_a_longer_one() -> None:
+    model = SchemaRecordingModel(
+        [
+            output(diagnoses=[diagnosis(), diagnosis(action="induce")]),
+            repair(diagnoses=[diagnosis()]),
+        ]
+    )
+    critic = GroupCritic(FakeProvider({"critic": model}), max_diagnoses=1)
+    result = asyncio.run(critic.critique(question(), LIBS, ROLLOUTS, [1.0, -1.0]))
+    first, *rest = model.schemas
+    sent = first["parameters"]["properties"]
+    # One credit per (agent, skill): only the reader's `extract` exists; one feedback per agent.
+    assert (sent["diagnoses"]["minItems"], sent["diagnoses"]["maxItems"]) == (1, 1)
+    assert sent["credits"]["maxItems"] == 1
+    assert sent["agent_feedback"]["maxItems"] == 2
+    # A server that ignores the bound is not a failed call: both diagnoses reach the checks.
+    assert len(result.diagnoses) == 2
+    # The induce diagnosis names a skill: sent back alone, so its repair advertises one item.
+    assert [d.status for d in result.diagnoses] == ["accepted", "repaired"]
+    assert [tool["parameters"]["properties"]["diagnoses"]["maxItems"] for tool in rest] == [1]
+    unbounded = critic_output_schema(True).model_json_schema()["properties"]["diagnoses"]
+    assert "maxItems" not in unbounded
+
+
 def test_a_name_outside_the_vocabulary_is_parsed_and_left_to_the_checks() -> None:
     # Servers that do not enforce the schema can still send any string: one diagnosis is
     # dropped by the attribution checks, the critic call itself does not fail.
