@@ -242,29 +242,58 @@ def _diagnosis_item(vocabulary: CriticVocabulary | None) -> Any:
     variants: list[type[BaseModel]] = []
     # An agent without a failed step has nothing to be blamed for.
     for agents, words in vocabulary.variants(lambda words: bool(words.failed_refs)):
-        schemas: dict[str, dict[str, Any]] = {
+        name = f"FailureDiagnosis_{agents[0]}" if len(agents) == 1 else "FailureDiagnosis"
+        common: dict[str, dict[str, Any]] = {
             "agent": enum_schema(agents),
-            "skill_id": (
-                {"anyOf": [enum_schema(words.skills), {"type": "null"}]}
-                if words.skills
-                else {"anyOf": [{"type": "null"}]}
-            ),
             # The checks require a cited failed step of this agent; say so in the schema too.
             "failed_refs": _list_of(words.failed_refs, at_least=1),
             "successful_refs": _list_of(words.successful_refs),
         }
-        # Without a skill there is nothing to refine and no skill to blame; without a tool
-        # error in a failed step no tool failed (`check_tool_failure_has_tool_error`).
-        excluded = (set() if words.skills else set(_SKILL_FAILURES)) | (
-            set() if words.failed_tool_errors else {"tool_failure"}
+        # Without a tool error in a failed step no tool failed
+        # (`check_tool_failure_has_tool_error`).
+        no_tool = set() if words.failed_tool_errors else {"tool_failure"}
+        # A named skill can be refined or left, never induced; without one there is nothing to
+        # refine and no skill to blame (`check_induce_without_skill`, `check_refine_skill_owned`).
+        # The 0.5B critic otherwise paired a skill with induce in every diagnosis, and repeated
+        # it in the repair round.
+        if words.skills:
+            variants.append(
+                _diagnosis_variant(
+                    name, common, words.skills, ["refine", "no_edit"], excluded=no_tool
+                )
+            )
+        variants.append(
+            _diagnosis_variant(
+                (f"{name}_no_skill" if len(agents) == 1 else f"{name}NoSkill")
+                if words.skills
+                else name,
+                common,
+                (),
+                ["induce", "no_edit"],
+                excluded=no_tool | _SKILL_FAILURES,
+            )
         )
-        if excluded:
-            schemas["failure_type"] = enum_schema([t for t in FAILURE_TYPES if t not in excluded])
-        if not words.skills:
-            schemas["action"] = enum_schema(["induce", "no_edit"])
-        name = f"FailureDiagnosis_{agents[0]}" if len(agents) == 1 else "FailureDiagnosis"
-        variants.append(narrowed(FailureDiagnosis, name, schemas))
     return _one_of_models(variants) if variants else FailureDiagnosis
+
+
+def _diagnosis_variant(
+    name: str,
+    common: dict[str, dict[str, Any]],
+    skills: Sequence[str],
+    actions: list[str],
+    *,
+    excluded: set[str] | frozenset[str],
+) -> type[BaseModel]:
+    return narrowed(
+        FailureDiagnosis,
+        name,
+        {
+            **common,
+            "skill_id": {"anyOf": [enum_schema(skills) if skills else {"type": "null"}]},
+            "failure_type": enum_schema([t for t in FAILURE_TYPES if t not in excluded]),
+            "action": enum_schema(actions),
+        },
+    )
 
 
 class CriticRepair(BaseModel):

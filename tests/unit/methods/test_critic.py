@@ -299,10 +299,13 @@ def test_the_tool_schema_advertises_each_agents_own_skills_steps_and_actions() -
     assert reader["failed_refs"]["items"]["enum"] == ["r2.s1"]
     assert reader["failed_refs"]["minItems"] == 1
     assert reader["successful_refs"]["items"]["enum"] == ["r1.s1"]
-    assert reader["skill_id"]["anyOf"] == [
-        {"type": "string", "enum": ["extract"]},
-        {"type": "null"},
-    ]
+    # A named skill is refined or left; a diagnosis without one (its own variant) induces.
+    assert reader["skill_id"]["anyOf"] == [{"type": "string", "enum": ["extract"]}]
+    assert reader["action"]["enum"] == ["refine", "no_edit"]
+    new = defs["FailureDiagnosis_reader_no_skill"]["properties"]
+    assert new["skill_id"]["anyOf"] == [{"type": "null"}]
+    assert new["action"]["enum"] == ["induce", "no_edit"]
+    assert "skill_defect" not in new["failure_type"]["enum"]
     # The answerer has no skill: nothing to refine, no skill to blame, only null to name.
     answerer = defs["FailureDiagnosis_answerer"]["properties"]
     assert answerer["failed_refs"]["items"]["enum"] == ["r2.s2"]
@@ -404,9 +407,13 @@ def test_a_role_chooses_the_shape_of_the_schema_in_its_forced_call() -> None:
         assert schema_narrowing(model) == (shape or "per_agent")
         (tool,) = model.schemas
         sent[str(shape)] = tool["parameters"]["properties"]["diagnoses"]["items"]
-    assert len(sent["per_agent"]["anyOf"]) == 2  # one variant per agent
+    # One variant per agent, and the reader's second one for a diagnosis naming no skill.
+    assert len(sent["per_agent"]["anyOf"]) == 3
     assert sent["per_agent"] == sent["None"]  # per-agent is the default
-    assert sent["flat"]["properties"]["agent"]["enum"] == ["reader", "answerer"]
+    # Flat: one variant for all agents, and one for a diagnosis naming no skill.
+    assert [v["properties"]["agent"]["enum"] for v in sent["flat"]["anyOf"]] == [
+        ["reader", "answerer"]
+    ] * 2
     assert "enum" not in sent["off"]["properties"]["agent"]
 
 
