@@ -11,6 +11,7 @@ from grse_graph.llm import LLMConfig, load_config
 from grse_graph.methods.grse.method import GrseSettings
 from grse_graph.methods.grse.payload import PayloadLimits
 from grse_graph.training.config import TrainConfig
+from tests.fakeserver import SCRIPTED_JUDGES, FakeOpenAIServer
 
 TinyRow = tuple[str, str, str, str]
 """(split, question, answer, context)."""
@@ -36,29 +37,29 @@ def write_tiny_task(path: Path, rows: Sequence[TinyRow] = TINY_ROWS) -> Path:
     return path
 
 
-def tiny_llm(base_url: str) -> LLMConfig:
-    """Every role at `base_url`, with caps that keep the 135M model fast (the 4k-token engine
-    context must hold them)."""
+def tiny_llm(actor_url: str, scripted: FakeOpenAIServer) -> LLMConfig:
+    """The actor at `actor_url` with a cap that keeps the 135M model fast, the critic and the
+    optimizer (`SCRIPTED_JUDGES`) at the scripted server, whose replies parse: the small model
+    cannot fill a critique within any cap a test can afford."""
     return load_config(
         env={},
         overrides={
-            **{f"{role}.base_url": base_url for role in ("actor", "critic", "optimizer")},
+            "actor.base_url": actor_url,
             "actor.max_tokens": 64,
-            "critic.max_tokens": 300,
-            "optimizer.max_tokens": 300,
+            **{f"{role}.base_url": scripted.base_url(role) for role in SCRIPTED_JUDGES},
+            **{f"{role}.model": "fake" for role in SCRIPTED_JUDGES},
         },
     )
 
 
 def tiny_grse_config(data: Path, batch_size: int) -> TrainConfig:
-    """One GRSE iteration (G = 2) on the task file `data`, with payloads cut to fit the engine."""
+    """One GRSE iteration (G = 2) on the task file `data`, with the critic's payloads cut short."""
     return TrainConfig(
         task="jsonl",
         data=str(data),
         iterations=1,
         method=GrseSettings(
             group_size=2,
-            critic_max_tokens=300,
             payload_limits=PayloadLimits(
                 step_output_chars=400, tool_result_chars=300, step_input_chars=600
             ),

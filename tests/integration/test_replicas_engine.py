@@ -1,11 +1,16 @@
-"""A GRSE iteration through vLLM's router over two embedded engine replicas (small model, two
-threads each, one request at a time): each question's requests land on one replica, a replica
-killed mid-run costs a retry and the run completes, and a resume of the finished run asks the
-model nothing.
+"""A GRSE iteration whose team runs through vLLM's router over two embedded engine replicas
+(small model, two threads each, one request at a time): each question's requests land on one
+replica, a replica killed mid-run costs a retry and the run completes, and a resume of the
+finished run asks no model anything.
+
+The critic and the optimizer answer from the scripted server (`SCRIPTED_JUDGES`): the small
+model cannot fill GRSE's critique within any cap a test can afford, and every critique must
+parse here. The critic's requests still carry their question's key, which the witness reads;
+only the team's requests (rollouts and validation) go through the router.
 
 Which replica computed a request is read from the replicas' own ``/metrics`` (their token
-counters), around each request; the witness transport below sends one request at a time so
-that every counter that moves belongs to that request.
+counters), around each request; the witness transport below sends one router request at a time
+so that every counter that moves belongs to that request.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from grse_graph.tasks.registry import load_task
 from grse_graph.training.graph import TrainingDeps
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import TrainResult, run_training
+from tests.fakeserver import FakeOpenAIServer
 from tests.faults.harness import repeated_units
 from tests.tiny_task import TINY_ROWS, tiny_grse_config, tiny_llm, write_tiny_task
 
@@ -52,9 +58,10 @@ class Served(NamedTuple):
 
 
 class ReplicaWitness(httpx.AsyncBaseTransport):
-    """Forwards requests one at a time and records, for each, its affinity key, its status and
-    the replicas whose token counters moved while it ran; after the first answered request whose
-    key is in `kill_on`, kills the replica that served it (SIGKILL)."""
+    """Forwards the router's requests one at a time and records, for each, its affinity key, its
+    status and the replicas whose token counters moved while it ran; after the first answered
+    request whose key is in `kill_on`, kills the replica that served it (SIGKILL). A request to
+    any other server (the scripted judges) is passed on and recorded as (role, key)."""
 
     def __init__(self, replicas: LocalReplicas, kill_on: frozenset[str]) -> None:
         self._replicas = replicas
@@ -62,10 +69,16 @@ class ReplicaWitness(httpx.AsyncBaseTransport):
         self._inner = httpx.AsyncHTTPTransport()
         self._lock: asyncio.Lock | None = None
         self.served: list[Served] = []
+        self.scripted: list[tuple[str, str | None]] = []
         self.killed_after: int | None = None
         self.killed: int | None = None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        key = request.headers.get(KEY_HEADER)
+        if not str(request.url).startswith(self._replicas.base_url):
+            # The scripted server serves /<role>/v1/...: its first path segment is the role.
+            self.scripted.append((request.url.path.split("/")[1], key))
+            return await self._inner.handle_async_request(request)
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -75,7 +88,6 @@ class ReplicaWitness(httpx.AsyncBaseTransport):
             await response.aclose()
             after = await self._counters()
             moved = [i for i, total in after.items() if total > before.get(i, total)]
-            key = request.headers.get(KEY_HEADER)
             self.served.append(Served(key=key, replicas=moved, status=response.status_code))
             if self.killed is None and key in self._kill_on and len(moved) == 1:
                 self.killed, self.killed_after = moved[0], len(self.served)
@@ -108,10 +120,22 @@ def replicas(tmp_path: Path) -> Iterator[LocalReplicas]:
         yield started
 
 
+@pytest.fixture
+def scripted() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as server:
+        yield server
+
+
 def _train(
-    replicas: LocalReplicas, data: Path, run: RunFolder, witness: ReplicaWitness, *, resume: bool
+    replicas: LocalReplicas,
+    scripted: FakeOpenAIServer,
+    data: Path,
+    run: RunFolder,
+    witness: ReplicaWitness,
+    *,
+    resume: bool,
 ) -> TrainResult:
-    llm = tiny_llm(replicas.base_url)
+    llm = tiny_llm(replicas.base_url, scripted)
     config = tiny_grse_config(data, batch_size=TRAIN_QUESTIONS)
     ledger = UsageLedger()
     with ModelRoles(llm, ledger, async_transport=witness) as roles:
@@ -126,7 +150,7 @@ def _train(
 
 
 def test_each_question_on_one_replica_and_a_killed_replica_costs_a_retry(
-    replicas: LocalReplicas, tmp_path: Path
+    replicas: LocalReplicas, scripted: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     data = write_tiny_task(tmp_path / "tiny.jsonl")
     keys = {
@@ -136,7 +160,7 @@ def test_each_question_on_one_replica_and_a_killed_replica_costs_a_retry(
     run = RunFolder(tmp_path / "run")
     witness = ReplicaWitness(replicas, kill_on=frozenset(keys["validation"]))
 
-    result = _train(replicas, data, run, witness, resume=False)
+    result = _train(replicas, scripted, data, run, witness, resume=False)
 
     assert witness.killed is not None and witness.killed_after is not None, witness.served
     before, after = witness.served[: witness.killed_after], witness.served[witness.killed_after :]
@@ -147,9 +171,14 @@ def test_each_question_on_one_replica_and_a_killed_replica_costs_a_retry(
             placement.setdefault(served.key, set()).update(served.replicas)
     print("replica of each key before the kill:", {k: sorted(v) for k, v in placement.items()})
     assert all(len(replicas) == 1 for replicas in placement.values()), placement
+    # Each group's rollouts are on one replica; its critic call, on the scripted server, carries
+    # the same key (a router would send it where the rollouts ran).
     assert keys["train"] <= placement.keys(), placement
-    # Each group is its rollouts and the critic call over them: all under the question's key.
-    assert len(run.credits(CritiqueRecord).read()) == TRAIN_QUESTIONS
+    assert {key for role, key in witness.scripted if role == "critic"} == keys["train"]
+    critiques = run.credits(CritiqueRecord).read()
+    assert len(critiques) == TRAIN_QUESTIONS
+    for critique in critiques:
+        assert critique.kept and critique.error is None and critique.result is not None, critique
 
     survivor = 1 - witness.killed
     print("after the kill:", [(s.key, s.replicas, s.status) for s in after])
@@ -172,7 +201,7 @@ def test_each_question_on_one_replica_and_a_killed_replica_costs_a_retry(
     assert len(run.validation.read()) == 2 * (1 + len(gate.decisions))
 
     again = ReplicaWitness(replicas, kill_on=frozenset())
-    resumed = _train(replicas, data, run, again, resume=True)
+    resumed = _train(replicas, scripted, data, run, again, resume=True)
     assert resumed.iterations_done == 1
-    assert again.served == [], again.served
+    assert again.served == [] and again.scripted == [], (again.served, again.scripted)
     assert repeated_units(run.path) == []

@@ -116,10 +116,15 @@ def test_one_skillmas_round_on_the_small_model(small_engine_url: str, tmp_path: 
 
 
 @pytest.mark.engine
-def test_analyst_loop_on_the_small_model(small_engine_url: str) -> None:
-    """The six-turn tool loop against the real engine: the seven tools bind, every turn is a
-    tool call or a counted reminder, and the loop ends with a checked analysis or the counted
-    "no valid submission" outcome within its budget."""
+def test_analyst_loop_plumbing_on_the_small_model(small_engine_url: str) -> None:
+    """Plumbing only: the six-turn tool loop against the real engine. The seven tools bind,
+    the engine answers every turn (the replayed transcript included), and the loop ends within
+    its budget with a checked analysis or the counted "no valid submission" outcome.
+
+    It cannot require an analysis: in three runs at 25a995a the small model called no tool on
+    any turn (six reminders, no submission). The loop's twin over HTTP with a scripted analyst,
+    which must end in a checked analysis, is in
+    tests/unit/methods/skillmas/test_skillmas_analyst_loop.py."""
     from grse_graph.methods.skillmas.analyst_loop import ToolLoopAnalyst
     from grse_graph.methods.skillmas.diagnosis import cluster_failures, diagnose
     from grse_graph.methods.skillmas.retention import retain
@@ -171,9 +176,14 @@ def test_analyst_loop_on_the_small_model(small_engine_url: str) -> None:
             diagnose(clusters, rollouts={}, gold={}, libraries={}, provider=roles, analyst=loop)
         )
     assert found, "the two-failure cluster is analysed (not P2)"
+    print("outcomes:", [(d.turns, d.tools_called, d.error) for d in found])
     for diagnosis in found:
         assert diagnosis.turns is not None and 1 <= diagnosis.turns <= 6
         assert (diagnosis.analysis is None) == (diagnosis.error is not None)
         if diagnosis.analysis is None:
-            assert diagnosis.tag == "none"
-    assert 1 <= ledger.report().roles["critic"].calls <= 6 * len(found)
+            # Not a refusal: the budget ran out on turns the engine answered.
+            assert diagnosis.tag == "none" and diagnosis.turns == 6, diagnosis.error
+            assert str(diagnosis.error).startswith("no valid submission within 6 turns")
+    # One answered request a turn, none failed.
+    critic = ledger.report().roles["critic"]
+    assert critic.calls == sum(d.turns or 0 for d in found) and critic.failures == 0

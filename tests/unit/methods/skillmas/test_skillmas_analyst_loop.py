@@ -1,10 +1,15 @@
 """Row 14's option: the code's tool-using analyst loop (at most six turns, a tool call every
-turn, read-only evidence tools, a submission checked by the schema and the code's checks)."""
+turn, read-only evidence tools, a submission checked by the schema and the code's checks).
+
+The last test runs the loop through the real client path (`ModelRoles` -> ChatOpenAI -> HTTP)
+against the scripted server: the engine test of the loop checks only its plumbing (the small
+model calls no tool), so this one must end in a checked analysis."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from grse_graph.llm import ModelRoles, UsageLedger, load_config
 from grse_graph.methods.skillmas.analyst_loop import ToolLoopAnalyst
 from grse_graph.methods.skillmas.diagnosis import cluster_failures, diagnose
 from grse_graph.methods.skillmas.retention import retain
@@ -19,6 +25,7 @@ from grse_graph.methods.skillmas.round import agent_boundaries
 from grse_graph.methods.skillmas.team import TeamMember
 from grse_graph.methods.skillmas.trace import VerifiedTrace
 from grse_graph.team.rollout import Rollout, Step
+from tests.fakeserver import FakeOpenAIServer
 from tests.unit.methods.skillmas.skillmas_fakes import HANDOFF_ANALYSIS
 
 GOOD = {
@@ -99,14 +106,14 @@ def evidence() -> tuple[list[VerifiedTrace], dict[str, Rollout]]:
     return traces, rollouts
 
 
-def analyst(script: Script, **fields: Any) -> tuple[ToolLoopAnalyst, list[Any]]:
+def analyst(provider: Any, **fields: Any) -> tuple[ToolLoopAnalyst, list[Any]]:
     traces, rollouts = evidence()
     members = [TeamMember(name="retriever", seed=True), TeamMember(name="reasoner", seed=True)]
     loop = ToolLoopAnalyst(
         rollouts=rollouts,
         gold={"q0": "blue", "q1": "blue"},
         libraries={},
-        provider=ScriptedProvider(script),  # type: ignore[arg-type]
+        provider=provider,
         successes=[t for t in traces if t.success],
         agent_boundaries=agent_boundaries(members, {"reasoner": "You answer."}),
         **fields,
@@ -124,7 +131,7 @@ def test_loop_investigates_rejects_a_bad_submission_and_accepts_a_valid_one() ->
             call("SubmitAnalysis", 5, **GOOD),
         ]
     )
-    loop, clusters = analyst(script)
+    loop, clusters = analyst(ScriptedProvider(script))
     (found,) = asyncio.run(
         diagnose(clusters, rollouts={}, gold={}, libraries={}, provider=None, analyst=loop)  # type: ignore[arg-type]
     )
@@ -159,7 +166,7 @@ def test_no_valid_submission_within_the_budget_means_no_analysis() -> None:
             call("SubmitAnalysis", 7, **GOOD),  # turn 7: never reached
         ]
     )
-    loop, clusters = analyst(script)
+    loop, clusters = analyst(ScriptedProvider(script))
     (found,) = asyncio.run(
         diagnose(clusters, rollouts={}, gold={}, libraries={}, provider=None, analyst=loop)  # type: ignore[arg-type]
     )
@@ -171,3 +178,44 @@ def test_no_valid_submission_within_the_budget_means_no_analysis() -> None:
     assert any("does not fit cause" in t for t in texts)
     assert any("no episode 'F9'" in t for t in texts)
     assert any("no skill 'reasoner/none'" in t for t in texts)
+
+
+def scripted_analyst(body: Mapping[str, Any], fingerprint: str) -> list[dict[str, Any]]:
+    """The fake server's analyst: compares F1's answer, then submits `GOOD` once a tool's
+    answer is in the transcript."""
+    answered = any(message.get("role") == "tool" for message in body["messages"])
+    name, args = ("SubmitAnalysis", GOOD) if answered else ("CompareAnswer", {"ref": "F1"})
+    function = {"name": name, "arguments": json.dumps(args)}
+    call = {"id": f"call_{fingerprint[:8]}", "type": "function", "function": function}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    return [{"index": 0, "message": message, "finish_reason": "tool_calls"}]
+
+
+def test_loop_over_http_with_a_scripted_analyst_ends_in_a_checked_analysis() -> None:
+    with FakeOpenAIServer(reply=scripted_analyst) as server:
+        llm = load_config(
+            env={}, overrides={"critic.base_url": server.base_url("critic"), "critic.model": "fake"}
+        )
+        ledger = UsageLedger()
+        with ModelRoles(llm, ledger) as roles:
+            loop, clusters = analyst(roles)
+            (found,) = asyncio.run(
+                diagnose(clusters, rollouts={}, gold={}, libraries={}, provider=roles, analyst=loop)
+            )
+        bodies = [server.bodies[record.fingerprint] for record in server.records]
+
+    assert found.error is None and found.analysis is not None, found.error
+    assert found.checks_failed == [] and found.unique and found.tag == "add-guard"
+    assert found.turns == 2 and found.tools_called == ["CompareAnswer", "SubmitAnalysis"]
+    assert ledger.report().roles["critic"].calls == 2
+    # Every turn offered the seven tools without forcing one, at the analyst's temperature.
+    for body in bodies:
+        assert [t["function"]["name"] for t in body["tools"]][-1] == "SubmitAnalysis"
+        assert len(body["tools"]) == 7 and body.get("tool_choice") in (None, "auto")
+        assert body["temperature"] == 0.1
+    # The second turn carries the replayed call (content one space) and the tool's answer.
+    replayed, answer = bodies[1]["messages"][-2:]
+    assert replayed["role"] == "assistant" and replayed["content"] == " "
+    assert replayed["tool_calls"][0]["function"]["name"] == "CompareAnswer"
+    assert answer["role"] == "tool" and "gold answer: blue" in answer["content"]
+    assert "prediction: red" in answer["content"]
