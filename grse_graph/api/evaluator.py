@@ -10,15 +10,14 @@ from grse_graph.evaluation.langsmith_eval import run_sync
 from grse_graph.llm import ModelRoles
 from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
 from grse_graph.team import SkillMode, TeamSpec, default_team
-from grse_graph.training.session import open_endpoints
 
 from .inputs import (
     LibrariesInput,
     LLMInput,
     PathInput,
     TaskInput,
+    call_models,
     resolve_libraries,
-    resolve_llm,
     resolve_task,
     team_with,
 )
@@ -69,8 +68,9 @@ def evaluate(
     spec = team_with(base, resolve_libraries(libraries))
     folder = Path(out) if out is not None else Path("runs") / f"team-{loaded.name}-{split}"
 
-    def run(models: ChatModelProvider, parallel: int) -> EvalSummary:
-        return run_sync(
+    with call_models(provider, llm) as (models, ledger):
+        parallel = models.concurrency("actor") if isinstance(models, ModelRoles) else 1
+        summary = run_sync(
             run_evaluation(
                 loaded,
                 split,
@@ -84,11 +84,6 @@ def evaluate(
                 data=str(Path(data).resolve()) if data is not None else None,
             )
         )
-
-    if provider is not None:
-        parallel = provider.concurrency("actor") if isinstance(provider, ModelRoles) else 1
-        return run(provider, parallel)
-    with open_endpoints(resolve_llm(llm)) as endpoints:
-        summary = run(endpoints.roles, endpoints.roles.concurrency("actor"))
-        endpoints.ledger.write_json(folder / USAGE_FILE, accumulate=True)
+        if ledger is not None:
+            ledger.write_json(folder / USAGE_FILE, accumulate=True)
     return summary

@@ -1,17 +1,21 @@
 """What the one-call API accepts for a task, a team's libraries and the model roles, resolved to
-what the training and evaluation packages take; anything unusable is a one-line `GrseError`."""
+what the training and evaluation packages take (the roles opened as `grse train` and `grse eval`
+open them: `call_models`); anything unusable is a one-line `GrseError`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 from grse_graph.errors import ConfigError
-from grse_graph.llm import LLMConfig, load_config
+from grse_graph.llm import LLMConfig, UsageLedger, load_config
+from grse_graph.llm.provider import ChatModelProvider
 from grse_graph.skills import SkillLibrary, load_libraries
 from grse_graph.tasks import Task, load_task
 from grse_graph.team import TeamSpec
+from grse_graph.training.session import open_endpoints
 
 PathInput: TypeAlias = str | Path
 LibrariesInput: TypeAlias = Mapping[str, SkillLibrary | PathInput] | PathInput
@@ -88,3 +92,24 @@ def resolve_llm(llm: LLMInput | None) -> LLMConfig:
     if isinstance(llm, LLMConfig):
         return llm
     return load_config(Path(llm) if llm is not None else None)
+
+
+class CallModels(NamedTuple):
+    """The provider of one call; `ledger` is the one of endpoints the call opened itself (None
+    for the caller's provider, whose accounting is the caller's)."""
+
+    provider: ChatModelProvider
+    ledger: UsageLedger | None = None
+
+
+@contextlib.contextmanager
+def call_models(
+    provider: ChatModelProvider | None, llm: LLMInput | None, *, engine_log: Path | None = None
+) -> Iterator[CallModels]:
+    """`provider` when given; else the roles of `llm` with the embedded engine started when a
+    role uses it (`open_endpoints`), stopped again on exit."""
+    if provider is not None:
+        yield CallModels(provider)
+        return
+    with open_endpoints(resolve_llm(llm), engine_log=engine_log) as endpoints:
+        yield CallModels(endpoints.roles, endpoints.ledger)

@@ -1,29 +1,21 @@
 """`train(task, ...)`: one training run in one call, on the session code `grse train` uses
-(`open_endpoints` / `session_deps` / `run_training`), or on a provider the caller brings."""
+(`open_endpoints` / `run_training`), or on a provider the caller brings (`call_models`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from grse_graph.evaluation.langsmith_eval import run_sync
 from grse_graph.llm import UsageLedger
 from grse_graph.llm.provider import ChatModelProvider
 from grse_graph.methods.registry import MethodClass
-from grse_graph.skills import SkillLibrary
 from grse_graph.team import TeamSpec
 from grse_graph.training.context import TrainingDeps
 from grse_graph.training.progress import ProgressCallback
 from grse_graph.training.run_folder import RunFolder, default_run_dir
 from grse_graph.training.runner import Reviewer, TrainResult, run_training
-from grse_graph.training.session import (
-    load_training_task,
-    open_endpoints,
-    run_usage,
-    session_deps,
-    usage_kept_on_failure,
-)
+from grse_graph.training.session import load_training_task, run_usage, usage_kept_on_failure
 
 from .config import ConfigInput, MethodChoice, check_method, method_registry, train_config
 from .inputs import (
@@ -31,6 +23,7 @@ from .inputs import (
     LLMInput,
     PathInput,
     TaskInput,
+    call_models,
     resolve_libraries,
     resolve_llm,
     team_with,
@@ -44,15 +37,6 @@ def _ledger_usage(
     # any other provider (a test's fake) counts nothing, so the run reports no usage.
     ledger = getattr(provider, "ledger", None)
     return run_usage(run, ledger) if isinstance(ledger, UsageLedger) else None
-
-
-def _run(
-    deps: TrainingDeps, starting: Mapping[str, SkillLibrary], reviewer: Reviewer | None
-) -> TrainResult:
-    if starting:
-        team_with(deps.team_spec(), starting)  # an agent the team lacks: one line, no run
-    with usage_kept_on_failure(deps):
-        return run_sync(run_training(deps, reviewer=reviewer))
 
 
 def train(
@@ -100,20 +84,19 @@ def train(
         cfg = cfg.model_copy(update={"init_libraries": {}})
     run = RunFolder(run_dir if run_dir is not None else default_run_dir(name))
     initial = starting if libraries is not None else None
-    if provider is not None:
+    with call_models(provider, llm, engine_log=run.path / "engine.log") as (models, _):
         deps = TrainingDeps(
             task=loaded,
-            provider=provider,
+            provider=models,
             config=cfg,
             run=run,
             team=team,
             initial_libraries=initial,
             on_progress=on_progress,
-            usage=_ledger_usage(provider, run),
+            usage=_ledger_usage(models, run),
             methods=registry,
         )
-        return _run(deps, starting, reviewer)
-    with open_endpoints(resolve_llm(llm), engine_log=run.path / "engine.log") as endpoints:
-        deps = session_deps(cfg, run, endpoints, task=loaded, on_progress=on_progress)
-        deps = replace(deps, team=team, initial_libraries=initial, methods=registry)
-        return _run(deps, starting, reviewer)
+        if starting:
+            team_with(deps.team_spec(), starting)  # an agent the team lacks: one line, no run
+        with usage_kept_on_failure(deps):
+            return run_sync(run_training(deps, reviewer=reviewer))

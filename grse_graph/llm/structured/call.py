@@ -274,6 +274,18 @@ class _Call(Generic[T]):
                 await stream.aclose()
             return streamed.reply()
 
+    def run(self) -> StructuredOutcome[T]:
+        while self.pending:
+            started = time.perf_counter()
+            self.record(self.ask(), started)
+        return self.outcome()
+
+    async def arun(self) -> StructuredOutcome[T]:
+        while self.pending:
+            started = time.perf_counter()
+            self.record(await self.aask(), started)
+        return self.outcome()
+
     def record(self, reply: _Reply, started: float) -> None:
         self.value, attempt, shown = _read(
             self.method, self.schema, reply, time.perf_counter() - started
@@ -304,11 +316,7 @@ def structured_outcome(
     **options: Unpack[StructuredOptions],
 ) -> StructuredOutcome[T]:
     """`structured_call` that returns every attempt instead of raising."""
-    call = _Call(model, schema, messages, options)
-    while call.pending:
-        started = time.perf_counter()
-        call.record(call.ask(), started)
-    return call.outcome()
+    return _Call(model, schema, messages, options).run()
 
 
 async def astructured_outcome(
@@ -318,11 +326,7 @@ async def astructured_outcome(
     **options: Unpack[StructuredOptions],
 ) -> StructuredOutcome[T]:
     """Async `structured_outcome`."""
-    call = _Call(model, schema, messages, options)
-    while call.pending:
-        started = time.perf_counter()
-        call.record(await call.aask(), started)
-    return call.outcome()
+    return await _Call(model, schema, messages, options).arun()
 
 
 def _as_message(result: object) -> AIMessage | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from grse_graph.reproduce.context import Actor, TableContext
@@ -247,9 +247,15 @@ def _no_skips(row: Row) -> Row:
     return row.model_copy(update={"cells": cells})
 
 
+def dependencies_first(runs: Iterable[RunSpec]) -> list[RunSpec]:
+    """`runs`, duplicates kept once, the training runs after the evaluations (the empty-library
+    runs they start from)."""
+    return sorted(unique_runs(runs), key=lambda s: s.kind == "train")
+
+
 def flatten(layout: Layout) -> list[RunSpec]:
     """Every run of a layout, duplicates kept once, dependencies first."""
-    return unique_runs(
+    return dependencies_first(
         spec for groups in layout.values() for specs in groups.values() for spec in specs
     )
 

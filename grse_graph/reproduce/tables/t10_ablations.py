@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Mapping
 
 from grse_graph.reproduce.context import TableContext
-from grse_graph.reproduce.manifest import RunSpec, unique_runs
+from grse_graph.reproduce.manifest import RunSpec
 from grse_graph.reproduce.outcome import RunOutcome
 from grse_graph.reproduce.specs import eval_spec, train_spec
 from grse_graph.reproduce.table import Metric, Row, TableContent
@@ -18,6 +18,7 @@ from .base import (
     Result,
     actor_lines,
     actor_suffix,
+    dependencies_first,
     layout_column,
     layout_row,
     metric_cells,
@@ -60,8 +61,7 @@ def groups(ctx: TableContext) -> dict[str, list[RunSpec]]:
 
 
 def plan(ctx: TableContext) -> list[RunSpec]:
-    runs = unique_runs(s for specs in groups(ctx).values() for s in specs)
-    return sorted(runs, key=lambda s: s.kind == "train")
+    return dependencies_first(s for specs in groups(ctx).values() for s in specs)
 
 
 def _avg(metric: str) -> Metric:

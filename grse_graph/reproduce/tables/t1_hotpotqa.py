@@ -63,7 +63,7 @@ def layout(ctx: TableContext) -> Layout:
 
 
 def plan(ctx: TableContext) -> list[RunSpec]:
-    return sorted(flatten(layout(ctx)), key=lambda s: s.kind == "train")
+    return flatten(layout(ctx))
 
 
 def _cell_specs(label: str, specs: list[RunSpec]) -> list[RunSpec]:

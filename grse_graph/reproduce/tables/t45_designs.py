@@ -35,10 +35,9 @@ class MethodRun:
     seed: int
 
 
-ConfigBuilder = Callable[
-    [TableContext, Actor, "RepairDesign", PlantedLibrary, MethodRun], TrainConfig
-]
-"""How a design configures one method's training run from the planted library."""
+ConfigBuilder = Callable[[TableContext, Actor, PlantedLibrary, Training], dict[str, Any]]
+"""How a design configures one method's training run from the planted library: the config's
+fields as JSON, without probe credit (`RepairDesign.train_config` adds the design's)."""
 
 
 @dataclass(frozen=True)
@@ -64,8 +63,13 @@ class RepairDesign:
     def train_config(
         self, ctx: TableContext, actor: Actor, planted: PlantedLibrary, run: MethodRun
     ) -> TrainConfig:
-        """The config of one method's training run from `planted`."""
-        return self.config(ctx, actor, self, planted, run)
+        """The config of one method's training run from `planted`, with the design's probe
+        credit (`probe_settings`) when the run has it."""
+        training = Training(self.task, self.category, run.method, "default", run.seed)
+        dumped = self.config(ctx, actor, planted, training)
+        if run.probe:
+            dumped["probe"] = probe_settings(ctx, self).model_dump(mode="json")
+        return TrainConfig.model_validate(dumped)
 
 
 def probe_settings(ctx: TableContext, design: RepairDesign) -> ProbeSettings:
@@ -76,35 +80,24 @@ def probe_settings(ctx: TableContext, design: RepairDesign) -> ProbeSettings:
 
 
 def _paper_config(
-    ctx: TableContext,
-    actor: Actor,
-    design: RepairDesign,
-    planted: PlantedLibrary,
-    run: MethodRun,
-) -> TrainConfig:
+    ctx: TableContext, actor: Actor, planted: PlantedLibrary, training: Training
+) -> dict[str, Any]:
     """The per-category run's config (Table 8 as `grse train` builds it, with the smoke size
     and the command line's sizes) starting from the planted libraries."""
-    training = Training(design.task, design.category, run.method, "default", run.seed)
     dumped = training_config(ctx, actor, training).model_dump(mode="json")
     dumped["init_libraries"] = planted.library_folders()
-    if run.probe:
-        dumped["probe"] = probe_settings(ctx, design).model_dump(mode="json")
-    return TrainConfig.model_validate(dumped)
+    return dumped
 
 
 def _demo_config(
-    ctx: TableContext,
-    actor: Actor,
-    design: RepairDesign,
-    planted: PlantedLibrary,
-    run: MethodRun,
-) -> TrainConfig:
+    ctx: TableContext, actor: Actor, planted: PlantedLibrary, training: Training
+) -> dict[str, Any]:
     """The demo's repair config (`repair_config`), in the table's mode, at the smoke size
     under `--smoke`, with the command line's sizes over it."""
-    config = repair_config(planted, run.method, probe=run.probe)
+    config = repair_config(planted, training.method, probe=False)
     dumped: dict[str, Any] = config.model_dump(mode="json")
     dumped["data"] = ctx.data.get(planted.task)
-    dumped["seed"] = run.seed
+    dumped["seed"] = training.seed
     if ctx.paper_mode:
         # Paper mode fills every project addition with off; the repair config names them on.
         for name in LOOP_ADDITIONS:
@@ -120,12 +113,10 @@ def _demo_config(
         dumped.update(smoke.loop_sizes())
         if "group_size" in dumped["method"]:
             dumped["method"]["group_size"] = smoke.group_size
-        if dumped.get("probe"):
-            dumped["probe"].update(smoke.probe_sizes())
     return _overridden(ctx, dumped)
 
 
-def _overridden(ctx: TableContext, dumped: dict[str, Any]) -> TrainConfig:
+def _overridden(ctx: TableContext, dumped: dict[str, Any]) -> dict[str, Any]:
     """The config with the command line's loop sizes (`--iterations` ...) over it."""
     for key, value in ctx.train_overrides.items():
         if key == "group_size":
@@ -133,7 +124,7 @@ def _overridden(ctx: TableContext, dumped: dict[str, Any]) -> TrainConfig:
                 dumped["method"]["group_size"] = value
         else:
             dumped[key] = value
-    return TrainConfig.model_validate(dumped)
+    return dumped
 
 
 PAPER_PROBE = ProbeSettings(
