@@ -205,8 +205,8 @@ class ToolLoopAnalyst(AnalystEvidence):
             try:
                 reply = await model.ainvoke(messages)
             except ModelRequestRefused as failure:
-                error = f"{type(failure).__name__}: {failure}"
-                return unanalysed(cluster, error, turns=turn, tools_called=called)
+                why = f"{type(failure).__name__}: {failure}"
+                return unanalysed(cluster, why, turns=turn, tools_called=called)
             if not isinstance(reply, AIMessage):
                 raise TypeError(f"analyst model returned {type(reply).__name__}, not AIMessage")
             # An empty content goes back as one space (llama-cpp-python rejects a null one).
@@ -237,8 +237,8 @@ class ToolLoopAnalyst(AnalystEvidence):
                         tool_call_id=call_id,
                     )
                 )
-        error = f"no valid submission within {self.max_turns} turns ({last_problem})"
-        return unanalysed(cluster, error, turns=self.max_turns, tools_called=called)
+        why = f"no valid submission within {self.max_turns} turns ({last_problem})"
+        return unanalysed(cluster, why, turns=self.max_turns, tools_called=called)
 
 
 def agent_boundaries(

@@ -20,10 +20,10 @@ parent.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from grse_graph.llm.provider import ChatModelProvider
-from grse_graph.methods.operators.driver import run_rules
+from grse_graph.methods.operators.driver import OperatorRule, run_rules
 from grse_graph.skills import Skill
 
 from .designer import Create, Learn
@@ -49,7 +49,7 @@ async def evolve_skills(
     """The round's operators in the code's order (its designer, then its forge) on `work`,
     their actions added to `work.actions`."""
     s = settings or EvolutionSettings()
-    rules = [
+    rules: list[OperatorRule[EvolutionWork, Any, EvolutionAction]] = [
         Learn(evidence, provider, s),
         Create(evidence, provider, s, require_diagnosis),
         Refine(evidence, provider, s),

@@ -85,23 +85,14 @@ def parse_used_line(text: str, selected: Sequence[str]) -> list[str] | None:
     return [s for s in selected if s.lower() in names]
 
 
-def hint_matches(step: Step, library: SkillLibrary | None) -> list[str]:
-    """Selected skills whose `allowed_tools` meet the task tools this step called."""
-    if library is None:
-        return []
-    called = {c.name for c in step.tool_calls}
-    return [
-        s
-        for s in step.skills_present
-        if library.has(s) and called & set(library.get(s).allowed_tools)
-    ]
-
-
 def step_signals(rollout: Rollout, libraries: Mapping[str, SkillLibrary]) -> list[StepSignals]:
-    """The explicit signals of every step (the judge's marks are added by the credit call)."""
+    """The explicit signals of every step (the judge's marks are added by the credit call);
+    `hints`: selected skills whose `allowed_tools` meet the task tools the step called."""
     out = []
     for step in rollout.steps:
         selected = list(step.skills_present)
+        library = libraries.get(step.agent, SkillLibrary.empty(step.agent))
+        called = {c.name for c in step.tool_calls}
         out.append(
             StepSignals(
                 index=step.index,
@@ -109,7 +100,11 @@ def step_signals(rollout: Rollout, libraries: Mapping[str, SkillLibrary]) -> lis
                 selected=selected,
                 tool=[s for s in step.skills_invoked if s in selected],
                 inline=parse_used_line(step.output, selected) if selected else None,
-                hints=hint_matches(step, libraries.get(step.agent)),
+                hints=[
+                    s
+                    for s in selected
+                    if library.has(s) and called & set(library.get(s).allowed_tools)
+                ],
             )
         )
     return out
@@ -248,32 +243,25 @@ class UsedSkills(BaseModel):
     used: list[str] = Field(description="names of the followed skills, or empty")
 
 
-def used_schema(selected: Sequence[str]) -> type[UsedSkills]:
-    """`UsedSkills` whose names are limited to the step's selected skills."""
-    names: Any = Literal[tuple(selected)]
-    return create_model(
+async def judge_step(
+    step: Step, library: SkillLibrary, provider: ChatModelProvider, max_tokens: int | None
+) -> list[str]:
+    """The selected skills the step followed, by one structured critic call whose names are
+    limited to the selection (raises StructuredOutputError/ModelRequestRefused)."""
+    lines = [f"Agent: {step.agent}", "Skills it was given:"]
+    lines += [
+        f"### {n}\n{library.get(n).body[:800]}" for n in step.skills_present if library.has(n)
+    ]
+    lines += ["", "Its response:", step.output[:1500]]
+    names: Any = Literal[tuple(step.skills_present)]
+    schema = create_model(
         "FollowedSkills",
         __base__=UsedSkills,
         used=(list[names], Field(description="names of the followed skills, or empty")),
     )
-
-
-def judge_prompt(step: Step, library: SkillLibrary, chars: int = 1500) -> str:
-    lines = [f"Agent: {step.agent}", "Skills it was given:"]
-    for name in step.skills_present:
-        if library.has(name):
-            lines.append(f"### {name}\n{library.get(name).body[:800]}")
-    lines += ["", "Its response:", step.output[:chars]]
-    return "\n".join(lines)
-
-
-async def judge_step(
-    step: Step, library: SkillLibrary, provider: ChatModelProvider, max_tokens: int | None
-) -> list[str]:
-    """The selected skills the step followed (raises StructuredOutputError/ModelRequestRefused)."""
     model = provider.chat("critic", sampling=SamplingSettings(), max_tokens=max_tokens)
-    messages = [SystemMessage(JUDGE_SYSTEM), HumanMessage(judge_prompt(step, library))]
-    result = await astructured_call(model, used_schema(step.skills_present), messages)
+    messages = [SystemMessage(JUDGE_SYSTEM), HumanMessage("\n".join(lines))]
+    result = await astructured_call(model, schema, messages)
     return [s for s in step.skills_present if s in set(result.used)]
 
 
