@@ -24,13 +24,16 @@ from grse_graph.validation_text import describe_validation_error
 
 from .diagnosis import (
     AnalystEvidence,
-    AnalystResult,
     ClusterAnalysis,
+    Diagnosis,
     FailureCluster,
     analyst_model,
+    checked,
     clip,
+    unanalysed,
     validity_problems,
 )
+from .team import TeamMember
 from .trace import VerifiedTrace
 
 MAX_TURNS = 6
@@ -179,7 +182,7 @@ class ToolLoopAnalyst(AnalystEvidence):
             return f"no agent {agent!r}; known: {', '.join(boundaries) or 'none'}"
         return boundaries[agent]
 
-    async def analyse(self, cluster: FailureCluster) -> AnalystResult:
+    async def analyse(self, cluster: FailureCluster) -> Diagnosis:
         refs = self.episodes(cluster)
         model = analyst_model(self.provider, self.max_tokens).bind_tools(
             [
@@ -202,9 +205,8 @@ class ToolLoopAnalyst(AnalystEvidence):
             try:
                 reply = await model.ainvoke(messages)
             except ModelRequestRefused as failure:
-                return AnalystResult(
-                    error=f"{type(failure).__name__}: {failure}", turns=turn, tools_called=called
-                )
+                why = f"{type(failure).__name__}: {failure}"
+                return unanalysed(cluster, why, turns=turn, tools_called=called)
             if not isinstance(reply, AIMessage):
                 raise TypeError(f"analyst model returned {type(reply).__name__}, not AIMessage")
             # An empty content goes back as one space (llama-cpp-python rejects a null one).
@@ -227,7 +229,7 @@ class ToolLoopAnalyst(AnalystEvidence):
                 else:
                     problems = validity_problems(analysis, len(cluster.failures))
                     if not problems:
-                        return AnalystResult(analysis=analysis, turns=turn, tools_called=called)
+                        return checked(cluster, analysis, turns=turn, tools_called=called)
                 last_problem = "; ".join(problems)
                 messages.append(
                     ToolMessage(
@@ -235,8 +237,19 @@ class ToolLoopAnalyst(AnalystEvidence):
                         tool_call_id=call_id,
                     )
                 )
-        return AnalystResult(
-            error=f"no valid submission within {self.max_turns} turns ({last_problem})",
-            turns=self.max_turns,
-            tools_called=called,
-        )
+        why = f"no valid submission within {self.max_turns} turns ({last_problem})"
+        return unanalysed(cluster, why, turns=self.max_turns, tools_called=called)
+
+
+def agent_boundaries(
+    members: Sequence[TeamMember], seed_roles: Mapping[str, str]
+) -> dict[str, str]:
+    """What the analyst's agent-boundary tool answers: role, task types, boundary note."""
+    out = {}
+    for m in members:
+        role = seed_roles.get(m.name, "") if m.seed else m.role
+        runs = "every question" if m.seed or not m.targets else ", ".join(m.targets)
+        where = f"; routed in place of {m.slot}" if m.slot else ""
+        note = f"\n{m.boundary}" if m.boundary else ""
+        out[m.name] = f"role: {role or '-'}\nruns for: {runs}{where}{note}"
+    return out

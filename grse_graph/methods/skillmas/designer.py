@@ -1,5 +1,6 @@
 """LEARN and CREATE (the code's skill designer, spec §5.2-§5.3, §4.3) as operator rules on the
-shared driver: their targets are the task types the code's priorities pick, one action each.
+shared driver: their targets are the task types the code's priorities pick (at most 3 each,
+best first), one action each.
 
 LEARN writes a success-derived skill (A+) whose owner the optimizer names; CREATE turns a
 locally diagnosable failure cluster (A-) into a repair: a revised copy of the implicated skill
@@ -24,22 +25,19 @@ from .drafting import (
     BODY_FORMAT,
     DrawnSkill,
     NarrowedDescription,
+    action_pattern_summary,
     admit,
     cards_block,
+    episode_block,
     new_skill,
     owner_schema,
-    write,
-)
-from .evolution_settings import EvolutionSettings
-from .exemplars import (
-    episode_block,
-    extract_action_patterns,
-    format_pattern_summary,
     select_failure_examples,
     select_success_examples,
+    write,
 )
-from .priorities import create_priorities, learn_priorities
-from .skills import SKILL_EXEMPLAR, is_seed, slug
+from .settings import EvolutionSettings
+from .skills import ORIGIN_KEY, SKILL_EXEMPLAR, TASK_KEY, is_seed, lineage_id, slug
+from .trace import by_type, success_rate
 from .work import EvolutionAction, EvolutionWork, RoundEvidence
 
 REPAIR_HINT: Mapping[str, str] = MappingProxyType(
@@ -53,6 +51,22 @@ REPAIR_HINT: Mapping[str, str] = MappingProxyType(
 )
 """The kind of edit each local repair tag asks the writer for."""
 REVISING_TAGS = ("add-guard", "reorder-step")
+
+
+def type_skills(work: EvolutionWork, tau: str, origin: str | None = None) -> list[str]:
+    """Lineage ids of the skills written for task type `tau` (of one origin, if given)."""
+    return [
+        lineage_id(s, agent)
+        for agent, library in work.libraries.items()
+        for s in library.skills
+        if s.metadata.get(TASK_KEY) == tau
+        and (origin is None or s.metadata.get(ORIGIN_KEY) == origin)
+    ]
+
+
+def best_first(scored: list[tuple[str, float]], limit: int) -> list[str]:
+    """The `limit` task types with the highest priority (ties keep their order)."""
+    return [tau for tau, _ in sorted(scored, key=lambda p: -p[1])[:limit]]
 
 
 class Learn(OperatorRule[EvolutionWork, str, EvolutionAction]):
@@ -72,7 +86,20 @@ class Learn(OperatorRule[EvolutionWork, str, EvolutionAction]):
         return f"{slug(tau)}-learned-r{self.evidence.round}"
 
     def targets(self, state: EvolutionWork) -> list[str]:
-        return learn_priorities(state.libraries, state.table, self.evidence.traces, self.settings)
+        """Types with a large enough share and both a success and a failure: while no learned
+        skill of the type is good, 100 + 50 share + 30 rate, else for a proven but not yet
+        good rate 70 + 30 rate (`computeLearnPriority`)."""
+        s, traces, out = self.settings, self.evidence.traces, []
+        for tau, items in by_type(traces).items():
+            share, rate = len(items) / len(traces), success_rate(items)
+            if share < s.min_share or rate in (0.0, 1.0):
+                continue
+            learned = type_skills(state, tau, "trajectory-learning")
+            if max((state.table.global_q(i) for i in learned), default=0.0) < s.learned_good_q:
+                out.append((tau, 100 + 50 * share + 30 * rate))
+            elif s.proven_rate <= rate < s.target_rate:
+                out.append((tau, 70 + 30 * rate))
+        return best_first(out, s.max_learn)
 
     def applicable(self, state: EvolutionWork, target: str) -> bool:
         return not state.has_name(self.name(target))
@@ -91,7 +118,7 @@ class Learn(OperatorRule[EvolutionWork, str, EvolutionAction]):
                 f"Task type: {tau}, in {ev.domain}. Learn a reusable strategy from what the "
                 "successful episodes did and the failed ones did not.",
                 "Pre-computed action pattern analysis:",
-                format_pattern_summary(extract_action_patterns(of_type)),
+                action_pattern_summary(of_type),
                 *episode_block("Successful episodes:", wins),
                 *episode_block("Failed episodes:", losses),
                 *cards_block(work, f"{tau} " + " ".join(t.summary for t in of_type[:6])),
@@ -183,7 +210,29 @@ class Create(OperatorRule[EvolutionWork, str, EvolutionAction]):
         self.require_diagnosis = require_diagnosis
 
     def targets(self, state: EvolutionWork) -> list[str]:
-        return create_priorities(state.libraries, state.table, self.evidence.traces, self.settings)
+        """Types with a large enough failure share, by the code's three cases
+        (`computeCreationPriority`): no good skill of the type; a weak link (rate well under
+        the overall one); widely spread skill utilities."""
+        s, traces, out = self.settings, self.evidence.traces, []
+        overall = success_rate(traces)
+        for tau, items in by_type(traces).items():
+            failures = sum(not t.success for t in items)
+            if failures / len(traces) < s.min_share:
+                continue
+            rate, table = success_rate(items), state.table
+            ids = [i for i in type_skills(state, tau) if table.count(i) >= s.relevant_from]
+            qs = [table.global_q(i) for i in ids]
+            best = max(qs, default=0.0)
+            mean = sum(qs) / len(qs) if qs else 0.0
+            # The code treats fewer than two values as maximally spread.
+            variance = sum((q - mean) ** 2 for q in qs) / len(qs) if len(qs) >= 2 else 1.0
+            if best < s.good_skill_q:
+                out.append((tau, 100 + 100 * failures / len(traces) + 50 * (1 - best)))
+            elif rate < s.target_rate and rate < overall - s.weak_link_delta:
+                out.append((tau, 80 + 100 * (overall - rate)))
+            elif variance > s.variance_trigger and rate < s.target_rate and len(qs) >= 2:
+                out.append((tau, 60 + 100 * variance))
+        return best_first(out, s.max_create)
 
     def plan(self, work: EvolutionWork, tau: str) -> RepairPlan | None:
         """The repair for `tau`, None when it has no locally diagnosable cluster and one is
@@ -211,7 +260,7 @@ class Create(OperatorRule[EvolutionWork, str, EvolutionAction]):
                 REPAIR_HINT[tag],
             ]
             detail = f"{tag}: {a.pattern}"
-        successes = ev.successes(tau)
+        successes = [t for t in ev.of_type(tau) if t.success]
         header = (
             f"The team repeatedly fails at {tau} questions.",
             *episode_block("Failures:", select_failure_examples(failures, successes)),

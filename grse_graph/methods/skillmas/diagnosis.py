@@ -208,19 +208,22 @@ def validity_problems(analysis: ClusterAnalysis, failures: int) -> list[str]:
     return problems
 
 
-def checked(cluster: FailureCluster, analysis: ClusterAnalysis) -> Diagnosis:
-    """u and b from the analysis and the deterministic post-checks."""
+def checked(cluster: FailureCluster, analysis: ClusterAnalysis, **loop: Any) -> Diagnosis:
+    """u and b from the analysis and the deterministic post-checks (`loop`: the analyst loop's
+    turns and tools called)."""
     problems = validity_problems(analysis, len(cluster.failures))
     unique = not problems and analysis.unique and analysis.dominant_cause != "other"
     tag: Tag = analysis.tag if unique else "none"
     if analysis.dominant_cause == "bad executor assignment":
         tag = "handoff-to-structure"
-    return _diagnosis(cluster, analysis=analysis, checks_failed=problems, unique=unique, tag=tag)
+    return unanalysed(
+        cluster, None, analysis=analysis, checks_failed=problems, unique=unique, tag=tag, **loop
+    )
 
 
-def _diagnosis(cluster: FailureCluster, **outcome: Any) -> Diagnosis:
-    """A diagnosis of `cluster` with the analyst's `outcome` (the checked analysis, or why
-    there is none)."""
+def unanalysed(cluster: FailureCluster, error: str | None, **outcome: Any) -> Diagnosis:
+    """A diagnosis of `cluster` without a valid analysis (tag none) and why; `outcome` adds
+    what an analysis gave."""
     return Diagnosis(
         cluster=cluster.key,
         task_type=cluster.task_type,
@@ -229,6 +232,7 @@ def _diagnosis(cluster: FailureCluster, **outcome: Any) -> Diagnosis:
         rollout_ids=[t.rollout_id for t in cluster.failures],
         agents=cluster.agents,
         skills=cluster.skills,
+        error=error,
         **outcome,
     )
 
@@ -289,19 +293,10 @@ def analyst_prompt(
     return "\n".join(lines)
 
 
-class AnalystResult(BaseModel):
-    """One cluster's analysis, or why there is none (turns and tools: loop mode)."""
-
-    analysis: ClusterAnalysis | None = None
-    error: str | None = None
-    turns: int | None = None
-    tools_called: list[str] = Field(default_factory=list)
-
-
 class ClusterAnalyst(Protocol):
     """Diagnoses one failure cluster (a seam: one structured call, or the tool loop)."""
 
-    async def analyse(self, cluster: FailureCluster) -> AnalystResult: ...
+    async def analyse(self, cluster: FailureCluster) -> Diagnosis: ...
 
 
 def analyst_model(provider: ChatModelProvider, max_tokens: int | None) -> BaseChatModel:
@@ -328,16 +323,16 @@ class SingleCallAnalyst(AnalystEvidence):
 
     max_tokens: int | None = None
 
-    async def analyse(self, cluster: FailureCluster) -> AnalystResult:
+    async def analyse(self, cluster: FailureCluster) -> Diagnosis:
         messages = [
             SystemMessage(ANALYST_SYSTEM),
             HumanMessage(analyst_prompt(cluster, self.rollouts, self.gold, self.libraries)),
         ]
         model = analyst_model(self.provider, self.max_tokens)
         try:
-            return AnalystResult(analysis=await astructured_call(model, ClusterAnalysis, messages))
+            return checked(cluster, await astructured_call(model, ClusterAnalysis, messages))
         except (StructuredOutputError, ModelRequestRefused) as failure:
-            return AnalystResult(error=f"{type(failure).__name__}: {failure}")
+            return unanalysed(cluster, f"{type(failure).__name__}: {failure}")
 
 
 async def diagnose(
@@ -354,12 +349,7 @@ async def diagnose(
     """Diagnose each of the top `max_clusters` non-P2 clusters with `analyst` (default: one
     structured critic call each); a cluster without a valid analysis gets tag none."""
     analyst = analyst or SingleCallAnalyst(rollouts, gold, libraries, provider, max_tokens)
-    out = []
-    for cluster in [c for c in clusters if c.tier != "P2"][:max_clusters]:
-        result = await analyst.analyse(cluster)
-        loop = {"turns": result.turns, "tools_called": result.tools_called}
-        if result.analysis is None:
-            out.append(_diagnosis(cluster, error=result.error, **loop))
-        else:
-            out.append(checked(cluster, result.analysis).model_copy(update=loop))
-    return out
+    return [
+        await analyst.analyse(cluster)
+        for cluster in [c for c in clusters if c.tier != "P2"][:max_clusters]
+    ]

@@ -9,53 +9,33 @@ What SkillMAS does differently lives in the rules' hooks (`designer.Learn`, `des
 `forge.Refine`, `forge.Prune`) and in `EvolutionSettings`; the writing calls use the shared
 optimizer request (`operators.ask`) with SkillMAS's temperatures and the shared token caps.
 
-Every new or heavily revised skill enters as a shadow skill (the pool); a revised copy's parent
-is disabled when the copy is promoted.
+The pool (§5.6, rows 11, 18) promotes a shadow skill at >= 3 verified uses and >= 0.6 success.
+Counting is per round by default (the code: uses do not accumulate); `cumulative` adds each
+round's uses to the skill's `PoolTally`. With a `disable_after` of m, the m-th failed
+evaluation (enough uses, rate below the threshold) disables the skill instead of holding it
+again (the code declares `disable` but never emits it). A promoted revised copy disables its
+parent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from grse_graph.llm.provider import ChatModelProvider
-from grse_graph.methods.operators.driver import OperatorRule, run_local, run_rule, run_rules
-from grse_graph.skills import Skill, SkillLibrary
+from grse_graph.methods.operators.driver import OperatorRule, run_rules
+from grse_graph.skills import Skill
 
 from .designer import Create, Learn
-from .evolution_settings import EvolutionSettings
 from .forge import Prune, Refine
-from .pool import Counting, evaluate_shadow
+from .settings import EvolutionSettings
 from .skills import ParkedSkill
 from .trace import VerifiedTrace
-from .work import ActionKind, EvolutionAction, EvolutionWork, RoundEvidence
+from .work import ActionKind, EvolutionAction, EvolutionWork, PoolDecision, PoolTally, RoundEvidence
 
-EVOLUTION_ORDER = ("learn", "create", "refine", "prune")
-"""The order a round runs the operators in (the code's designer, then its forge)."""
 DROP_THRESHOLD = 0.02
 """A fall in the success rate larger than this is a drop (the code's value; its comment says
 0.05)."""
-
-EvolutionRule = OperatorRule[EvolutionWork, Any, EvolutionAction]
-"""A SkillMAS operator (each has its own target type: a task type, a skill)."""
-
-
-def evolution_rules(
-    evidence: RoundEvidence,
-    provider: ChatModelProvider,
-    *,
-    require_diagnosis: bool = True,
-    settings: EvolutionSettings | None = None,
-) -> dict[str, EvolutionRule]:
-    """SkillMAS's operators for one round by name, in `EVOLUTION_ORDER`."""
-    s = settings or EvolutionSettings()
-    rules: dict[str, EvolutionRule] = {
-        "learn": Learn(evidence, provider, s),
-        "create": Create(evidence, provider, s, require_diagnosis),
-        "refine": Refine(evidence, provider, s),
-        "prune": Prune(s),
-    }
-    return {name: rules[name] for name in EVOLUTION_ORDER}
 
 
 async def evolve_skills(
@@ -66,43 +46,63 @@ async def evolve_skills(
     require_diagnosis: bool = True,
     settings: EvolutionSettings | None = None,
 ) -> None:
-    """The round's operators in order on `work`, their actions added to `work.actions`."""
-    rules = evolution_rules(
-        evidence, provider, require_diagnosis=require_diagnosis, settings=settings
+    """The round's operators in the code's order (its designer, then its forge) on `work`,
+    their actions added to `work.actions`."""
+    s = settings or EvolutionSettings()
+    rules: list[OperatorRule[EvolutionWork, Any, EvolutionAction]] = [
+        Learn(evidence, provider, s),
+        Create(evidence, provider, s, require_diagnosis),
+        Refine(evidence, provider, s),
+        Prune(s),
+    ]
+    _, actions = await run_rules(work, rules)
+    work.actions.extend(actions)
+
+
+def evaluate_shadow(
+    agent: str,
+    skill: str,
+    traces: Sequence[VerifiedTrace],
+    min_uses: int = 3,
+    min_success_rate: float = 0.6,
+    *,
+    counting: Literal["round", "cumulative"] = "round",
+    tally: PoolTally | None = None,
+    disable_after: int | None = None,
+) -> tuple[PoolDecision, PoolTally]:
+    """Promote, hold or disable one shadow skill on the traces of this round whose used skills
+    (of its owner) contain it, added to `tally` when counting is cumulative. Returns the
+    decision and the skill's tally after this round."""
+    prior = tally or PoolTally()
+    using = [t for t in traces if skill in t.used.get(agent, [])]
+    now = prior.model_copy(
+        update={
+            "uses": prior.uses + len(using),
+            "successes": prior.successes + sum(t.success for t in using),
+        }
     )
-    _, actions = await run_rules(work, rules.values())
-    work.actions.extend(actions)
-
-
-async def _run(work: EvolutionWork, rule: EvolutionRule) -> None:
-    _, actions = await run_rule(work, rule)
-    work.actions.extend(actions)
-
-
-async def learn(work: EvolutionWork, ev: RoundEvidence, provider: ChatModelProvider) -> None:
-    """LEARN alone (see `designer.Learn`)."""
-    await _run(work, Learn(ev, provider, EvolutionSettings()))
-
-
-async def create(
-    work: EvolutionWork,
-    ev: RoundEvidence,
-    provider: ChatModelProvider,
-    require_diagnosis: bool = True,
-) -> None:
-    """CREATE alone (see `designer.Create`)."""
-    await _run(work, Create(ev, provider, EvolutionSettings(), require_diagnosis))
-
-
-async def refine(work: EvolutionWork, ev: RoundEvidence, provider: ChatModelProvider) -> None:
-    """The forge's refine alone (see `forge.Refine`)."""
-    await _run(work, Refine(ev, provider, EvolutionSettings()))
-
-
-def prune(work: EvolutionWork) -> None:
-    """The forge's prune alone (see `forge.Prune`); it calls no model."""
-    _, actions = run_local(work, Prune(EvolutionSettings()))
-    work.actions.extend(actions)
+    uses, successes = len(using), sum(t.success for t in using)
+    if counting == "cumulative":
+        uses, successes = now.uses, now.successes
+    decision: Literal["promote", "hold", "disable"] = "hold"
+    if uses < min_uses:
+        reason = f"needs {min_uses - uses} more verified uses"
+    elif successes / uses >= min_success_rate:
+        decision, reason = "promote", f"success rate {successes / uses:.2f} >= {min_success_rate}"
+    else:
+        now = now.model_copy(update={"failed_evaluations": now.failed_evaluations + 1})
+        reason = f"success rate {successes / uses:.2f} below {min_success_rate}"
+        if disable_after is not None and now.failed_evaluations >= disable_after:
+            decision, reason = "disable", f"{reason} ({now.failed_evaluations} failed evaluations)"
+    return PoolDecision(
+        agent=agent,
+        skill=skill,
+        uses=uses,
+        successes=successes,
+        decision=decision,
+        reason=reason,
+        failed_evaluations=now.failed_evaluations,
+    ), now
 
 
 def evaluate_pool(
@@ -110,20 +110,15 @@ def evaluate_pool(
     traces: Sequence[VerifiedTrace],
     min_uses: int,
     min_success_rate: float,
-    counting: Counting = "round",
+    counting: Literal["round", "cumulative"] = "round",
     disable_after: int | None = None,
 ) -> None:
-    """Promote, hold or disable every shadow skill on its verified uses (this round's, or all
-    rounds' with cumulative counting); a promoted revised copy disables its parent (parked, so
-    a demotion can put it back)."""
+    """Promote, hold or disable every shadow skill on its verified uses; a promoted revised
+    copy disables its parent (parked, so a demotion can put it back)."""
     for agent, statuses in work.status.items():
         for name, status in list(statuses.items()):
-            if status != "shadow" or not work.libraries.get(agent, SkillLibrary.empty(agent)).has(
-                name
-            ):
-                continue
             ref = f"{agent}/{name}"
-            if ref in work.demoted:
+            if status != "shadow" or not work.holds(ref) or ref in work.demoted:
                 continue
             decision, tally = evaluate_shadow(
                 agent,

@@ -15,12 +15,10 @@ from grse_graph.skills import SkillLibrary
 from grse_graph.tasks.base import TaskQuestion
 from grse_graph.team.spec import TeamSpec
 
-from .routing import route
-from .selection import select_skills
 from .settings import SkillmasSettings
-from .skills import lineage_map
+from .skills import lineage_id, select_skills
 from .state import SkillmasState
-from .team import build_team, running_members
+from .team import build_team, route, running_members
 from .trace import SKILLS_USED_LINE, task_type_of
 
 USED_LINE_REQUEST = (
@@ -74,7 +72,7 @@ def select_libraries(
             agent=member.name,
             table=state.skills,
             k=k,
-            lineage=lineage_map(library),
+            lineage={s.name: lineage_id(s, library.agent) for s in library.skills},
         )
         names = {c.name for c in chosen}
         out[member.name] = SkillLibrary.build(

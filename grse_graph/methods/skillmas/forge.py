@@ -10,7 +10,7 @@ from grse_graph.llm.provider import ChatModelProvider
 from grse_graph.methods.operators.driver import LocalRule, OperatorRule
 
 from .drafting import BODY_FORMAT, RefinedBody, write
-from .evolution_settings import EvolutionSettings
+from .settings import EvolutionSettings
 from .skills import TASK_KEY, content_problems, is_seed, lineage_id
 from .work import EvolutionAction, EvolutionWork, RoundEvidence
 

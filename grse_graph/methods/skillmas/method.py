@@ -33,15 +33,22 @@ from grse_graph.methods.rounds import (
 from grse_graph.skills import SkillLibrary
 from grse_graph.team.spec import TeamSpec
 
-from .execution import round_state, unit_team
-from .judge import judge_step
-from .record import SkillmasRecord
+from .execution import fixed_subset, round_state, unit_team
 from .report import report_lines
+from .round import measurement, update_round
 from .settings import SkillmasSettings
+from .skills import lineage_id
 from .state import SkillmasState
-from .trace import build_trace, step_signals, task_type_of
-from .update import round_update, start_state, used_skill_counts, with_validation
-from .verifiers import local_outcomes
+from .tables import ExecutorUtilityTable, SkillUtilityTable
+from .team import seed_members
+from .trace import (
+    SkillmasRecord,
+    build_trace,
+    judge_step,
+    local_outcomes,
+    step_signals,
+    task_type_of,
+)
 
 
 def tool_agents(inputs: CreditInputs) -> list[str]:
@@ -86,7 +93,20 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
         return cls.ignored_settings
 
     def initial_state(self, inputs: StartInputs) -> SkillmasState:
-        return start_state(inputs)
+        """X_0: the seed team, the fixed subset, a Q^s record per starting skill and a Q^a
+        record per seed agent."""
+        skills, executors = SkillUtilityTable(), ExecutorUtilityTable()
+        for agent, library in inputs.libraries.items():
+            for skill in library.skills:
+                skills = skills.initialize(lineage_id(skill, agent))
+        for agent in inputs.team.agent_names:
+            executors = executors.initialize(agent)
+        return SkillmasState(
+            skills=skills,
+            executors=executors,
+            members=seed_members(inputs.team),
+            subset=fixed_subset(list(inputs.train), inputs.size, inputs.seed),
+        )
 
     def round_questions(self, request: RoundRequest) -> list[str]:
         """The fixed subset drawn once before round 1, every round."""
@@ -134,13 +154,44 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
         )
 
     async def plan(self, inputs: UpdateInputs) -> AggregationResult:
-        """The round's used-skill counts per agent (invocation bookkeeping)."""
-        records = inputs.records
-        traces = [r.trace for r in records_of(records, SkillmasRecord) if r.trace]
-        return used_skill_counts(traces, [r.question_id for r in records])
+        """The round's used-skill counts per agent (invocation bookkeeping; SkillMAS's edits
+        are made by its own round update, not by the shared operators)."""
+        counts: dict[str, dict[str, int]] = {}
+        for record in records_of(inputs.records, SkillmasRecord):
+            for agent, names in (record.trace.used if record.trace else {}).items():
+                for name in names:
+                    counts.setdefault(agent, {})
+                    counts[agent][name] = counts[agent].get(name, 0) + 1
+        return AggregationResult(
+            question_ids=[r.question_id for r in inputs.records], invocations=counts
+        )
 
     async def update(self, inputs: UpdateInputs) -> RoundUpdate:
-        return await round_update(inputs, self.settings)
+        """Round r's learning, evidence, evolution and restructuring (spec §9.3 steps 3-8) on
+        its verified traces, with the complete next libraries; after the last training round,
+        the execution-only measurement of the final state (libraries unchanged)."""
+        x, plan = round_state(inputs.state), await self.plan(inputs)
+        records = records_of(inputs.records, SkillmasRecord)
+        traces = [r.trace for r in records if r.trace is not None]
+        if inputs.iteration > inputs.iterations:
+            measured = measurement(x, inputs.iteration, traces)
+            return RoundUpdate(plan=plan, state=measured, libraries=dict(inputs.libraries))
+        outcome = await update_round(
+            x,
+            iteration=inputs.iteration,
+            traces=traces,
+            judge_calls=sum(r.judge_calls for r in records),
+            libraries=inputs.libraries,
+            rollouts=dict(inputs.rollouts),
+            gold={r.question_id: inputs.questions[r.question_id].answer for r in records},
+            provider=inputs.provider,
+            settings=self.settings,
+            library_limit=inputs.library_limit,
+            seed_roles={a.name: a.role for a in inputs.team.agents},
+            domain=f"a question-answering agent team ({inputs.task.name})",
+        )
+        rate = outcome.state.round.success_rate if outcome.state.round else 0.0
+        return RoundUpdate(plan=plan, state=outcome.state, libraries=outcome.libraries, score=rate)
 
     def commit_policy(self, iteration: int, iterations: int) -> CommitPolicy:
         """`accept` in training rounds, `keep` in the final measurement; the base runs the
@@ -153,8 +204,14 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
     def committed_state(
         self, state: BaseModel | None, base_score: float | None
     ) -> BaseModel | None:
-        """The round's state with the validation score of the state it executed."""
-        return with_validation(round_state(state), base_score)
+        """The round's state with the validation score of the state it executed (None unless
+        checkpoint=validation)."""
+        x = round_state(state)
+        if x.round is None:
+            return x
+        return x.model_copy(
+            update={"round": x.round.model_copy(update={"validation_score": base_score})}
+        )
 
     def summary(self) -> str:
         s = self.settings

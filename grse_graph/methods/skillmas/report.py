@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING
 from .state import RoundRecord, SkillmasState
 
 if TYPE_CHECKING:
-    from .pool import PoolDecision
-    from .record import SkillmasRecord
     from .restructure import Decision
-    from .work import EvolutionAction
+    from .trace import SkillmasRecord
+    from .work import EvolutionAction, PoolDecision
 
 _ACTION_COLUMNS = (
     "| round | action | agent | skill | task type | detail |",

@@ -6,6 +6,7 @@ type has two retained failures); `mode="guarded"` (default) adds the three guard
 seed agents are never removed, the team has at most `max_agents` agents, and "add" needs
 structural evidence (a retained failure tagged handoff-to-structure, or a failure mass >= 2 in
 two consecutive rounds with a skill repair for that task type accepted in between).
+`apply_decision` makes the edit (§6.3).
 """
 
 from __future__ import annotations
@@ -16,10 +17,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from grse_graph.skills import SkillLibrary
+
 from .retention import RetainedItem
-from .selection import jaccard
+from .skills import LINEAGE_KEY, jaccard, lineage_id
 from .tables import ExecutorUtilityTable
-from .team import TeamMember
+from .team import (
+    TeamMember,
+    boundary_note,
+    insert_before_final,
+    routed_specialist_role,
+    routing_slot,
+    specialist_name,
+    specialist_role,
+)
 
 MIN_FAILURE_MASS = 2
 LOW_UTILITY = 0.45
@@ -210,3 +221,98 @@ def decide(
         reason=reason,
         team_after=names,  # filled with the new agent by the apply step
     )
+
+
+def apply_decision(
+    decision: Decision,
+    members: list[TeamMember],
+    libraries: dict[str, SkillLibrary],
+    executors: ExecutorUtilityTable,
+    library_limit: int,
+    status: dict[str, dict[str, str]],
+    specialist_mode: Literal["insert", "route"] = "insert",
+) -> tuple[Decision, list[TeamMember], dict[str, SkillLibrary], ExecutorUtilityTable]:
+    """Apply keep/add/modify/merge (spec §6.3): "add" copies skills to a new specialist
+    (inserted before the final agent, or, routed, an alternative executor for the slot of the
+    lowest-utility implicated seed agent), "modify" gives one agent the pending skills and a
+    boundary note, "merge" moves the removed agent's skills to the target and deletes the
+    removed agent (its Q^a record stays)."""
+    libraries = dict(libraries)
+    evidence = decision.evidence
+    tau = decision.task_type or ""
+    reasons = evidence.reasons if evidence else []
+
+    def copy_into(target: str, refs: Sequence[str]) -> list[str]:
+        given = []
+        for ref in refs:
+            agent, _, name = ref.partition("/")
+            source = libraries.get(agent)
+            library = libraries[target]
+            if source is None or not source.has(name) or library.has(name):
+                continue
+            if library.limit is not None and len(library) >= library.limit:
+                break
+            skill = source.get(name)
+            copy = skill.model_copy(
+                update={"metadata": {**skill.metadata, LINEAGE_KEY: lineage_id(skill, agent)}}
+            )
+            libraries[target] = library.add(copy)
+            state = status.get(agent, {}).get(name, "active")
+            status.setdefault(target, {})[name] = state
+            given.append(ref)
+        return given
+
+    if decision.action == "add":
+        name = specialist_name(tau, [m.name for m in members])
+        slot = None
+        if specialist_mode == "route":
+            implicated = evidence.executors if evidence else []
+            slot = routing_slot(members, implicated, executors, tau)
+        member = TeamMember(
+            name=name,
+            seed=False,
+            role=routed_specialist_role(tau, slot) if slot else specialist_role(tau),
+            targets=[tau],
+            reason=decision.reason,
+            slot=slot,
+        )
+        if slot is None:
+            members = insert_before_final(members, member)
+        else:
+            at = [m.name for m in members].index(slot) + 1
+            members = [*members[:at], member, *members[at:]]
+        libraries[name] = SkillLibrary.empty(name, library_limit)
+        given = copy_into(name, decision.skills)
+        executors = executors.initialize_extension(name, executors.task_baseline(tau), [tau])
+        decision = decision.model_copy(
+            update={
+                "agent": name,
+                "slot": slot,
+                "skills": given,
+                "team_after": [m.name for m in members],
+            }
+        )
+    elif decision.action == "modify" and decision.agent:
+        given = copy_into(decision.agent, decision.skills)
+        note = boundary_note(tau, reasons)
+        members = [
+            m.model_copy(update={"boundary": note}) if m.name == decision.agent else m
+            for m in members
+        ]
+        decision = decision.model_copy(update={"skills": given})
+    elif decision.action == "merge" and decision.agent and decision.removed:
+        removed = libraries.get(decision.removed, SkillLibrary.empty(decision.removed))
+        given = copy_into(decision.agent, [f"{decision.removed}/{s}" for s in removed.names()])
+        given += copy_into(decision.agent, evidence.pending if evidence else [])
+        note = boundary_note(tau, reasons)
+        members = [
+            m.model_copy(update={"boundary": note}) if m.name == decision.agent else m
+            for m in members
+            if m.name != decision.removed
+        ]
+        libraries.pop(decision.removed, None)
+        status.pop(decision.removed, None)
+        decision = decision.model_copy(
+            update={"skills": given, "team_after": [m.name for m in members]}
+        )
+    return decision, members, libraries, executors

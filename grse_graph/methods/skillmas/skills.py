@@ -1,22 +1,28 @@
-"""SkillMAS's skill bookkeeping: lineage ids, origins, content validation, dedup, policy cards.
+"""SkillMAS's skill bookkeeping: lineage ids, origins, content validation, lexical similarity,
+dedup, per-step selection and policy cards.
 
 Q^s is keyed by a lineage id kept in SKILL.md metadata (`skillmas-id`), so copies made by
 restructuring share the global and task entries while Q(s, a) stays per agent (row 12). A skill
 without `skillmas-origin` is a seed (a starting-library skill): never refined, pruned or
 overwritten.
+
+Similarity is the lexical Jaccard of content-word sets (the code's fallback scorer; there is no
+embedding model on the CPU engine, and it is deterministic). Selection (spec §7, rows 9-11)
+ranks by 0.7 x normalised similarity + 0.3 x normalised utility + a capped UCB bonus, each
+component normalised over the candidates by z-score then logistic sigmoid.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
 from grse_graph.skills import Skill, SkillLibrary
 
-from .selection import content_words, jaccard
+from .tables import SkillUtilityTable
 
 LINEAGE_KEY = "skillmas-id"
 ORIGIN_KEY = "skillmas-origin"
@@ -39,8 +45,14 @@ Questions that compare two named entities on one attribute (older, larger, first
 """A generic example of a well-structured skill, shown to LEARN (the code's `getSkillExemplar`)."""
 MIN_WORDS = 30
 DEDUP_THRESHOLD = 0.45
-CARD_LIMIT = 4
-CARD_CHARS = 1600
+CARD_LIMIT, CARD_CHARS = 4, 1600
+SIMILARITY_WEIGHT, UTILITY_WEIGHT = 0.7, 0.3
+_TOKEN = re.compile(r"[a-z0-9]+")
+_STOP_WORDS_TEXT = (
+    "a an and are as at be by for from has have how in is it its of on or that the this to was "
+    "were what when where which who why will with you your do does did not no"
+)
+STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 
 
 def lineage_id(skill: Skill, agent: str) -> str:
@@ -48,14 +60,14 @@ def lineage_id(skill: Skill, agent: str) -> str:
     return skill.metadata.get(LINEAGE_KEY) or f"{agent}/{skill.name}"
 
 
-def lineage_map(library: SkillLibrary) -> dict[str, str]:
-    """Skill name -> lineage id for one library."""
-    return {s.name: lineage_id(s, library.agent) for s in library.skills}
-
-
 def is_seed(skill: Skill) -> bool:
     """Seed skills (no SkillMAS origin) are never refined, pruned or overwritten."""
     return ORIGIN_KEY not in skill.metadata
+
+
+def slug(text: str) -> str:
+    """Lower-case words of `text` joined by hyphens ("task" when none)."""
+    return "-".join(_TOKEN.findall(text.lower())) or "task"
 
 
 def content_problems(body: str) -> list[str]:
@@ -71,8 +83,17 @@ def content_problems(body: str) -> list[str]:
     return problems
 
 
-def semantic_text(skill: Skill) -> str:
-    return f"{skill.description}\n{skill.body}"
+def content_words(text: str) -> set[str]:
+    """Lower-cased alphanumeric tokens of 2+ characters, stop words removed."""
+    return {t for t in _TOKEN.findall(text.lower()) if len(t) >= 2 and t not in STOP_WORDS}
+
+
+def jaccard(a: str | set[str], b: str | set[str]) -> float:
+    """Jaccard of two texts' content-word sets (0 when both are empty)."""
+    left = a if isinstance(a, set) else content_words(a)
+    right = b if isinstance(b, set) else content_words(b)
+    union = left | right
+    return len(left & right) / len(union) if union else 0.0
 
 
 def near_duplicate(
@@ -84,12 +105,36 @@ def near_duplicate(
     for agent, library in libraries.items():
         for skill in library.skills:
             ref = f"{agent}/{skill.name}"
-            if ref == ignore:
-                continue
-            score = jaccard(words, semantic_text(skill))
-            if score >= DEDUP_THRESHOLD and (best is None or score > best[1]):
+            score = jaccard(words, f"{skill.description}\n{skill.body}")
+            if ref != ignore and score >= DEDUP_THRESHOLD and (best is None or score > best[1]):
                 best = (ref, score)
     return best
+
+
+def policy_cards(
+    libraries: Mapping[str, SkillLibrary],
+    status: Mapping[str, Mapping[str, str]],
+    query: str,
+    limit: int = CARD_LIMIT,
+) -> list[Skill]:
+    """The active (seed and validated) skills best matching `query` by |shared tokens| /
+    sqrt(|query| |card|), score 0 dropped (spec §5.9: repair priors)."""
+
+    def tokens(text: str) -> set[str]:
+        return set(re.findall(r"[a-z0-9_]{2,}", text.lower()))
+
+    q = tokens(query)
+    scored: list[tuple[float, Skill]] = []
+    for agent, library in libraries.items():
+        for skill in library.skills:
+            card = tokens(f"{skill.description}\n{skill.body}")
+            if status.get(agent, {}).get(skill.name, "active") != "active" or not q or not card:
+                continue
+            score = len(q & card) / math.sqrt(len(q) * len(card))
+            if score > 0:
+                scored.append((score, skill))
+    scored.sort(key=lambda pair: -pair[0])
+    return [skill for _, skill in scored[:limit]]
 
 
 class ParkedSkill(BaseModel):
@@ -116,42 +161,64 @@ class ParkedSkill(BaseModel):
         return Skill.parse(self.markdown, f"<parked skill of {self.agent}>")
 
 
-class PolicyCard(BaseModel):
-    """A repair prior from the library (seed and validated skills only)."""
+def normalised(values: Sequence[float]) -> list[float]:
+    """z-score then sigmoid; 0.5 for every value with one value or a spread below 1e-8."""
+    mean = sum(values) / len(values) if values else 0.0
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) if values else 0.0
+    if len(values) < 2 or std < 1e-8:
+        return [0.5 for _ in values]
+    return [1.0 / (1.0 + math.exp(-(v - mean) / std)) for v in values]
 
-    id: str
-    title: str
-    content: str
+
+def score_candidates(
+    similarities: Sequence[float], utilities: Sequence[float], bonuses: Sequence[float]
+) -> list[float]:
+    """0.7 sim~ + 0.3 q~ + ucb for aligned candidate lists."""
+    sims, qs = normalised(similarities), normalised(utilities)
+    return [
+        SIMILARITY_WEIGHT * s + UTILITY_WEIGHT * q + u
+        for s, q, u in zip(sims, qs, bonuses, strict=True)
+    ]
 
 
-def policy_cards(
-    libraries: Mapping[str, SkillLibrary],
-    status: Mapping[str, Mapping[str, str]],
+class ScoredSkill(BaseModel):
+    """One candidate's selection score and its raw similarity and UCB bonus."""
+
+    name: str
+    skill_id: str
+    similarity: float
+    ucb: float
+    score: float
+
+
+def matched_text(skill: Skill) -> str:
+    """What selection matches a skill on: description, `## When to use` section, tools."""
+    marker = skill.body.lower().find("## when to use")
+    when = skill.body[marker:].split("\n## ", 2)[0] if marker >= 0 else ""
+    return " ".join([skill.description, when, " ".join(skill.allowed_tools)])
+
+
+def select_skills(
+    skills: Sequence[Skill],
+    *,
     query: str,
-    limit: int = CARD_LIMIT,
-) -> list[PolicyCard]:
-    """Top cards by |shared tokens| / sqrt(|query| |card|) (score 0 dropped)."""
-    q = set(re.findall(r"[a-z0-9_]{2,}", query.lower()))
-    scored: list[tuple[float, PolicyCard]] = []
-    for agent, library in libraries.items():
-        for skill in library.skills:
-            if status.get(agent, {}).get(skill.name, "active") != "active":
-                continue
-            source = "seed" if is_seed(skill) else "validated"
-            tokens = set(re.findall(r"[a-z0-9_]{2,}", semantic_text(skill).lower()))
-            if not q or not tokens:
-                continue
-            score = len(q & tokens) / math.sqrt(len(q) * len(tokens))
-            if score > 0:
-                card = PolicyCard(
-                    id=f"{source}:{agent}/{skill.name}",
-                    title=skill.description,
-                    content=skill.body[:CARD_CHARS],
-                )
-                scored.append((score, card))
-    scored.sort(key=lambda pair: -pair[0])
-    return [card for _, card in scored[:limit]]
-
-
-def slug(text: str) -> str:
-    return "-".join(re.findall(r"[a-z0-9]+", text.lower())) or "task"
+    task_type: str,
+    agent: str,
+    table: SkillUtilityTable,
+    k: int,
+    lineage: Mapping[str, str],
+) -> list[ScoredSkill]:
+    """The top min(k, |skills|) candidates by score (ties keep library order). `lineage` maps a
+    skill name to its Q^s id; query = task type + question text."""
+    words = content_words(query)
+    ids = [lineage.get(s.name, s.name) for s in skills]
+    sims = [jaccard(words, matched_text(s)) for s in skills]
+    bonuses = [table.ucb(i) for i in ids]
+    qs = [table.combined(i, task_type, agent) for i in ids]
+    scored = [
+        ScoredSkill(name=s.name, skill_id=i, similarity=sim, ucb=b, score=score)
+        for s, i, sim, b, score in zip(
+            skills, ids, sims, bonuses, score_candidates(sims, qs, bonuses), strict=True
+        )
+    ]
+    return sorted(scored, key=lambda c: -c.score)[: max(0, k)]

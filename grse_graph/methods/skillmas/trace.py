@@ -1,22 +1,31 @@
-"""Verified traces (spec §0.1, §9.2 rows 2-5, 7, 26, 27): what one rollout tells SkillMAS.
+"""Verified traces (spec §0.1, §9.2 rows 2-7, 26, 27): what one rollout tells SkillMAS.
 
 A step's used skills come from three signals, all stored (row 7): `tool` (load_skill/read_file
-invocations recorded by the team), `inline` (the skills named in the step's closing
-`Skills used:` line, which the inline rendering asks for) and `hints` (selected skills whose
-`allowed_tools` meet the tools the step called). When a step had selected skills and neither
-explicit signal (no invocation and no `Skills used:` line), a judge call (critic role) marks
-which selected skills the output followed: `judge`.
+invocations), `inline` (the step's closing `Skills used:` line, which the inline rendering asks
+for) and `hints` (selected skills whose `allowed_tools` meet the tools the step called). A step
+with selected skills and no explicit signal gets one usage-judge call (critic role): `judge`.
+
+Executor-local verifiers (row 6) give a non-final agent's steps a verifier-backed outcome, so
+executors in a sequential team stop sharing one Q^a (the paper; the code credits every executor
+with the episode outcome). The final agent's output is the answer, so its outcome is the
+episode's; an agent no verifier applies to keeps the episode outcome.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from langchain_core.messages import HumanMessage, SystemMessage
+from pydantic import BaseModel, Field, create_model
 
+from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
+from grse_graph.llm.structured import astructured_call
+from grse_graph.methods.base import CreditRecord
 from grse_graph.metrics.analysis import answer_state
 from grse_graph.skills import SkillLibrary
+from grse_graph.tasks.base import TaskQuestion
 from grse_graph.team.rollout import Rollout, Step
 
 CORRECT_F1 = 0.5
@@ -76,23 +85,14 @@ def parse_used_line(text: str, selected: Sequence[str]) -> list[str] | None:
     return [s for s in selected if s.lower() in names]
 
 
-def hint_matches(step: Step, library: SkillLibrary | None) -> list[str]:
-    """Selected skills whose `allowed_tools` meet the task tools this step called."""
-    if library is None:
-        return []
-    called = {c.name for c in step.tool_calls}
-    return [
-        s
-        for s in step.skills_present
-        if library.has(s) and called & set(library.get(s).allowed_tools)
-    ]
-
-
 def step_signals(rollout: Rollout, libraries: Mapping[str, SkillLibrary]) -> list[StepSignals]:
-    """The explicit signals of every step (the judge's marks are added by the credit call)."""
+    """The explicit signals of every step (the judge's marks are added by the credit call);
+    `hints`: selected skills whose `allowed_tools` meet the task tools the step called."""
     out = []
     for step in rollout.steps:
         selected = list(step.skills_present)
+        library = libraries.get(step.agent, SkillLibrary.empty(step.agent))
+        called = {c.name for c in step.tool_calls}
         out.append(
             StepSignals(
                 index=step.index,
@@ -100,7 +100,11 @@ def step_signals(rollout: Rollout, libraries: Mapping[str, SkillLibrary]) -> lis
                 selected=selected,
                 tool=[s for s in step.skills_invoked if s in selected],
                 inline=parse_used_line(step.output, selected) if selected else None,
-                hints=hint_matches(step, libraries.get(step.agent)),
+                hints=[
+                    s
+                    for s in selected
+                    if library.has(s) and called & set(library.get(s).allowed_tools)
+                ],
             )
         )
     return out
@@ -128,6 +132,19 @@ class VerifiedTrace(BaseModel):
         default_factory=dict,
         description="executor-local verified outcome by agent, where a verifier applies",
     )
+
+
+def success_rate(traces: Sequence[VerifiedTrace]) -> float:
+    """The share of successful traces (0 with none)."""
+    return sum(t.success for t in traces) / len(traces) if traces else 0.0
+
+
+def by_type(traces: Sequence[VerifiedTrace]) -> dict[str, list[VerifiedTrace]]:
+    """The traces grouped by task type, in first-seen order."""
+    out: dict[str, list[VerifiedTrace]] = {}
+    for t in traces:
+        out.setdefault(t.task_type, []).append(t)
+    return out
 
 
 def task_type_of(category: str | None, mode: str) -> str:
@@ -204,3 +221,98 @@ def build_trace(
         ),
         local=dict(local or {}),
     )
+
+
+class SkillmasRecord(CreditRecord):
+    """One rollout's verified trace and the used-skill signals of each of its steps."""
+
+    method: Literal["skillmas"] = "skillmas"
+    trace: VerifiedTrace | None = None
+    signals: list[StepSignals] = Field(default_factory=list)
+    judge_calls: int = 0
+
+
+JUDGE_SYSTEM = (
+    "You check which of an agent's skills its response actually followed. A skill counts only "
+    "if the response visibly applies its steps, guards or checks; being available is not use. "
+    "Return the names of the followed skills (an empty list when none was followed)."
+)
+
+
+class UsedSkills(BaseModel):
+    used: list[str] = Field(description="names of the followed skills, or empty")
+
+
+async def judge_step(
+    step: Step, library: SkillLibrary, provider: ChatModelProvider, max_tokens: int | None
+) -> list[str]:
+    """The selected skills the step followed, by one structured critic call whose names are
+    limited to the selection (raises StructuredOutputError/ModelRequestRefused)."""
+    lines = [f"Agent: {step.agent}", "Skills it was given:"]
+    lines += [
+        f"### {n}\n{library.get(n).body[:800]}" for n in step.skills_present if library.has(n)
+    ]
+    lines += ["", "Its response:", step.output[:1500]]
+    names: Any = Literal[tuple(step.skills_present)]
+    schema = create_model(
+        "FollowedSkills",
+        __base__=UsedSkills,
+        used=(list[names], Field(description="names of the followed skills, or empty")),
+    )
+    model = provider.chat("critic", sampling=SamplingSettings(), max_tokens=max_tokens)
+    messages = [SystemMessage(JUDGE_SYSTEM), HumanMessage("\n".join(lines))]
+    result = await astructured_call(model, schema, messages)
+    return [s for s in step.skills_present if s in set(result.used)]
+
+
+ExecutorVerifier = Callable[[TaskQuestion, Step, bool], bool | None]
+"""Whether one agent step did its part (None: does not apply); the bool says the agent holds
+the task's tools (the retriever)."""
+
+
+def _normal(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
+
+
+def evidence_retrieved(question: TaskQuestion, step: Step, tool_agent: bool) -> bool | None:
+    """The retriever (LoCoMo): a gold evidence turn (`D<s>:<t>`) is among its tool results."""
+    evidence = [str(e) for e in question.context.get("evidence") or []]
+    if not evidence or not tool_agent:
+        return None
+    results = "\n".join(call.result for call in step.tool_calls)
+    return any(f"[{e}]" in results for e in evidence)
+
+
+def answer_or_supporting_title(question: TaskQuestion, step: Step, tool_agent: bool) -> bool | None:
+    """HotpotQA's first agent: its output holds the gold answer or a supporting passage title."""
+    titles = [str(t) for t in question.context.get("supporting_titles") or []]
+    if not titles:
+        return None
+    said = f" {_normal(step.output)} "
+    wanted = [_normal(question.answer), *(_normal(t) for t in titles)]
+    return any(w and f" {w} " in said for w in wanted)
+
+
+EXECUTOR_VERIFIERS: tuple[ExecutorVerifier, ...] = (evidence_retrieved, answer_or_supporting_title)
+"""The verifiers tried in order (the first that applies to a step decides it)."""
+
+
+def local_outcomes(
+    rollout: Rollout,
+    question: TaskQuestion,
+    tool_agents: Collection[str],
+    verifiers: Sequence[ExecutorVerifier] = EXECUTOR_VERIFIERS,
+) -> dict[str, bool]:
+    """agent -> executor-local outcome for every non-final agent a verifier applies to (an
+    agent with several steps succeeds if one of them does)."""
+    out: dict[str, bool] = {}
+    for step in rollout.steps:
+        if step.agent == rollout.steps[-1].agent:
+            continue
+        tool_agent = step.agent in tool_agents or bool(step.tool_calls)
+        for verifier in verifiers:
+            verdict = verifier(question, step, tool_agent)
+            if verdict is not None:
+                out[step.agent] = out.get(step.agent, False) or verdict
+                break
+    return out

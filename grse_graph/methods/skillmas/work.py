@@ -1,5 +1,6 @@
-"""What skill evolution works on in one round: the workspace its operators edit, the evidence
-they read, and the action record each of them leaves (kept in the round record on disk)."""
+"""What skill evolution works on in one round: the workspace its operators, the pool, the drop
+penalty and the restructuring step edit in turn, the evidence they read, the action record each
+of them leaves, and the validation pool's tallies and decisions (kept in the method state)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from pydantic import BaseModel, ConfigDict
 from grse_graph.skills import Skill, SkillLibrary
 
 from .diagnosis import Diagnosis
-from .pool import PoolDecision, PoolTally, Status
 from .retention import RetainedItem
 from .skills import ParkedSkill, is_seed, lineage_id
 from .tables import SkillUtilityTable
 from .trace import VerifiedTrace
 
+Status = Literal["active", "shadow", "disabled"]
 ActionKind = Literal[
     "learn",
     "create",
@@ -48,13 +49,31 @@ class EvolutionAction(BaseModel):
         return self.model_copy(update={"kind": "rejected", "detail": detail})
 
 
+class PoolTally(BaseModel):
+    """A waiting shadow skill's verified uses and successes over all rounds so far, and how many
+    of its evaluations failed (dropped when the skill leaves the pool)."""
+
+    uses: int = 0
+    successes: int = 0
+    failed_evaluations: int = 0
+
+
+class PoolDecision(BaseModel):
+    """One shadow skill's evaluation in a round (uses/successes: the counts it was judged on)."""
+
+    agent: str
+    skill: str
+    uses: int
+    successes: int
+    decision: Literal["promote", "hold", "disable"]
+    reason: str
+    failed_evaluations: int = 0
+
+
 @dataclass
 class EvolutionWork:
-    """The libraries, statuses and tables skill evolution edits in one round.
-
-    A workspace, edited in place by the operators, the pool, the drop penalty and the
-    restructuring step in turn; what it ends with becomes the next `SkillmasState`.
-    """
+    """The libraries, statuses and tables skill evolution edits in one round, in place; what it
+    ends with becomes the next `SkillmasState`."""
 
     libraries: dict[str, SkillLibrary]
     status: dict[str, dict[str, Status]]
@@ -70,17 +89,19 @@ class EvolutionWork:
     parked: list[ParkedSkill] = field(default_factory=list)  # parents disabled by a promotion
     demoted: set[str] = field(default_factory=set)  # back in the pool: not evaluated this round
 
-    def auto_count(self) -> int:
-        """Skills SkillMAS wrote, over every library."""
-        return sum(not is_seed(s) for lib in self.libraries.values() for s in lib.skills)
-
     def has_room(self, agent: str, max_auto_skills: int) -> bool:
         """Whether `agent` may gain a skill: its library is under its limit L and the team
-        under the cap on written skills."""
+        under the cap on skills SkillMAS wrote."""
         library = self.libraries[agent]
+        written = sum(not is_seed(s) for lib in self.libraries.values() for s in lib.skills)
         return (library.limit is None or len(library) < library.limit) and (
-            self.auto_count() < max_auto_skills
+            written < max_auto_skills
         )
+
+    def holds(self, ref: str) -> bool:
+        """Whether the library of agent `ref`'s agent holds `ref`'s skill (`agent/name`)."""
+        agent, _, name = ref.partition("/")
+        return agent in self.libraries and self.libraries[agent].has(name)
 
     def has_name(self, name: str) -> bool:
         """Whether any library holds a skill called `name`."""
@@ -96,7 +117,7 @@ class EvolutionWork:
     def disable(self, agent: str, name: str) -> Skill | None:
         """Take a skill out of its library (status disabled, pool tally dropped); returns it
         (None if absent)."""
-        if agent not in self.libraries or not self.libraries[agent].has(name):
+        if not self.holds(f"{agent}/{name}"):
             return None
         skill = self.libraries[agent].get(name)
         self.libraries[agent] = self.libraries[agent].remove(name)
@@ -122,6 +143,3 @@ class RoundEvidence(BaseModel):
     def of_type(self, tau: str) -> list[VerifiedTrace]:
         """The round's traces of task type `tau`, in order."""
         return [t for t in self.traces if t.task_type == tau]
-
-    def successes(self, tau: str) -> list[VerifiedTrace]:
-        return [t for t in self.traces if t.task_type == tau and t.success]

@@ -29,23 +29,22 @@ from langchain_core.messages import BaseMessage
 from grse_graph.errors import ModelRequestRefused
 from grse_graph.llm.provider import RoleName, SamplingSettings
 from grse_graph.methods.skillmas.diagnosis import LOCAL_TAGS, ClusterAnalysis, Diagnosis
-from grse_graph.methods.skillmas.evolution import (
-    EvolutionWork,
-    RoundEvidence,
-    create,
-    evaluate_pool,
-    evolve_skills,
-    learn,
-    prune,
-    refine,
-)
-from grse_graph.methods.skillmas.pool import PoolTally
+from grse_graph.methods.skillmas.evolution import evaluate_pool, evolve_skills
 from grse_graph.methods.skillmas.retention import retain
 from grse_graph.methods.skillmas.skills import LINEAGE_KEY, ORIGIN_KEY, TASK_KEY
 from grse_graph.methods.skillmas.tables import SkillUtilityTable
 from grse_graph.methods.skillmas.trace import VerifiedTrace
+from grse_graph.methods.skillmas.work import EvolutionWork, PoolTally, RoundEvidence
 from grse_graph.skills import Skill, SkillLibrary
-from tests.unit.methods.skillmas.skillmas_fakes import Calls, FakeModel, Responder
+from tests.unit.methods.skillmas.skillmas_fakes import (
+    Calls,
+    FakeModel,
+    Responder,
+    create,
+    learn,
+    prune,
+    refine,
+)
 
 FIXTURE = Path(__file__).parents[3] / "fixtures" / "skillmas" / "evolution_replay.json"
 

@@ -12,7 +12,12 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool
 
-from grse_graph.llm.provider import RoleName, SamplingSettings
+from grse_graph.llm.provider import ChatModelProvider, RoleName, SamplingSettings
+from grse_graph.methods.operators.driver import OperatorRule, run_local, run_rule
+from grse_graph.methods.skillmas.designer import Create, Learn
+from grse_graph.methods.skillmas.forge import Prune, Refine
+from grse_graph.methods.skillmas.settings import EvolutionSettings
+from grse_graph.methods.skillmas.work import EvolutionAction, EvolutionWork, RoundEvidence
 from grse_graph.tasks.base import ScoredAnswer, TaskQuestion
 
 GOLD = "blue"
@@ -178,3 +183,35 @@ SKILL_BODY = (
     "## Guards\nDo not guess a colour the passage does not state.\n\n## Checks\nThe answer is a "
     "single colour word taken from the passage."
 )
+
+
+# One SkillMAS operator alone on a workspace (the round runs all four: `evolve_skills`).
+
+
+async def _run(
+    work: EvolutionWork, rule: OperatorRule[EvolutionWork, Any, EvolutionAction]
+) -> None:
+    _, actions = await run_rule(work, rule)
+    work.actions.extend(actions)
+
+
+async def learn(work: EvolutionWork, ev: RoundEvidence, provider: ChatModelProvider) -> None:
+    await _run(work, Learn(ev, provider, EvolutionSettings()))
+
+
+async def create(
+    work: EvolutionWork,
+    ev: RoundEvidence,
+    provider: ChatModelProvider,
+    require_diagnosis: bool = True,
+) -> None:
+    await _run(work, Create(ev, provider, EvolutionSettings(), require_diagnosis))
+
+
+async def refine(work: EvolutionWork, ev: RoundEvidence, provider: ChatModelProvider) -> None:
+    await _run(work, Refine(ev, provider, EvolutionSettings()))
+
+
+def prune(work: EvolutionWork) -> None:
+    _, actions = run_local(work, Prune(EvolutionSettings()))
+    work.actions.extend(actions)

@@ -8,24 +8,21 @@ import asyncio
 from typing import Any
 
 from grse_graph.methods.skillmas.diagnosis import ClusterAnalysis, Diagnosis
-from grse_graph.methods.skillmas.evolution import (
-    EvolutionWork,
-    RoundEvidence,
-    create,
-    evaluate_pool,
-    learn,
-    prune,
-    refine,
-)
+from grse_graph.methods.skillmas.evolution import evaluate_pool
 from grse_graph.methods.skillmas.skills import ORIGIN_KEY, TASK_KEY, content_problems
 from grse_graph.methods.skillmas.tables import SkillUtilityTable
 from grse_graph.methods.skillmas.trace import VerifiedTrace
+from grse_graph.methods.skillmas.work import EvolutionWork, RoundEvidence
 from grse_graph.skills import Skill, SkillLibrary
 from tests.unit.methods.skillmas.skillmas_fakes import (
     HANDOFF_ANALYSIS,
     SKILL_BODY,
     Calls,
     FakeProvider,
+    create,
+    learn,
+    prune,
+    refine,
 )
 
 AGENTS = ["retriever", "reasoner"]

@@ -8,9 +8,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from grse_graph.methods.skillmas.evolution import EvolutionWork, RoundEvidence, learn
-from grse_graph.methods.skillmas.exemplars import (
-    extract_action_patterns,
+from grse_graph.methods.skillmas.drafting import (
+    action_pattern_summary,
     failure_example_score,
     select_failure_examples,
     select_success_examples,
@@ -20,8 +19,9 @@ from grse_graph.methods.skillmas.retention import retain
 from grse_graph.methods.skillmas.skills import SKILL_EXEMPLAR, TAGS_KEY
 from grse_graph.methods.skillmas.tables import SkillUtilityTable
 from grse_graph.methods.skillmas.trace import VerifiedTrace
+from grse_graph.methods.skillmas.work import EvolutionWork, RoundEvidence
 from grse_graph.skills import SkillLibrary
-from tests.unit.methods.skillmas.skillmas_fakes import SKILL_BODY, Calls, FakeProvider
+from tests.unit.methods.skillmas.skillmas_fakes import SKILL_BODY, Calls, FakeProvider, learn
 
 
 def trace(rid: str, success: bool, actions: list[str], **fields: Any) -> VerifiedTrace:
@@ -47,12 +47,14 @@ def test_patterns_compare_bigrams_and_trigrams_of_successes_and_failures() -> No
         trace("s2", True, ["grep", "respond"], steps=1),
         trace("f1", False, ["respond", "grep"], steps=1),
     ]
-    p = extract_action_patterns(traces)
-    assert (p.successes, p.failures, p.success_mean_steps, p.failure_mean_steps) == (2, 1, 1.5, 1)
-    assert p.success_tools == [("grep", 3), ("respond", 2)]
-    assert p.success_only == ["grep -> grep", "grep -> respond", "grep -> grep -> respond"]
-    assert p.failure_only == ["respond -> grep"]
-    assert p.success_bigrams == [("grep -> respond", 2), ("grep -> grep", 1)]
+    assert action_pattern_summary(traces).split("\n") == [
+        "successes 2 (mean tool calls 1.5), failures 1 (mean tool calls 1.0)",
+        "top actions in successes: grep x3, respond x2",
+        "top actions in failures: respond x1, grep x1",
+        "sequences only in successes: grep -> grep; grep -> respond; grep -> grep -> respond",
+        "sequences only in failures: respond -> grep",
+        "top success bigrams: grep -> respond x2, grep -> grep x1",
+    ]
 
 
 def test_exemplar_scores() -> None:

@@ -6,16 +6,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from grse_graph.methods.skillmas.evolution import EvolutionWork, evaluate_pool
-from grse_graph.methods.skillmas.penalty import demote, round_undo
+from grse_graph.methods.skillmas.evolution import evaluate_pool
 from grse_graph.methods.skillmas.restructure import Decision, decide
 from grse_graph.methods.skillmas.round import apply_decision, update_round
 from grse_graph.methods.skillmas.settings import SkillmasSettings
 from grse_graph.methods.skillmas.skills import ORIGIN_KEY, ParkedSkill
-from grse_graph.methods.skillmas.state import RoundUndo, SkillmasState
+from grse_graph.methods.skillmas.state import RoundUndo, SkillmasState, demote, round_undo
 from grse_graph.methods.skillmas.tables import ExecutorUtilityTable, SkillUtilityTable
 from grse_graph.methods.skillmas.team import TeamMember
 from grse_graph.methods.skillmas.trace import VerifiedTrace
+from grse_graph.methods.skillmas.work import EvolutionWork
 from grse_graph.skills import Skill, SkillLibrary
 from tests.unit.methods.skillmas.skillmas_fakes import SKILL_BODY, FakeProvider, handoff_responder
 from tests.unit.methods.skillmas.test_skillmas_restructure import SEEDS, artifacts, failures

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grse_graph.methods.skillmas.pool import evaluate_shadow
+from grse_graph.methods.skillmas.evolution import evaluate_shadow
 from grse_graph.methods.skillmas.trace import VerifiedTrace
 
 
@@ -33,7 +33,7 @@ def test_three_uses_two_successes_promote() -> None:
 def test_four_uses_two_successes_hold() -> None:
     decision, _ = evaluate_shadow("reasoner", "new", uses([True, False, True, False]))
     assert decision.decision == "hold"
-    assert decision.success_rate == 0.5
+    assert (decision.successes, decision.uses) == (2, 4)
 
 
 def test_uses_of_another_agent_or_skill_do_not_count() -> None:

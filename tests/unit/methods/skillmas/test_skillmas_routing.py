@@ -8,9 +8,15 @@ import random
 
 from grse_graph.methods.skillmas.restructure import decide
 from grse_graph.methods.skillmas.round import apply_decision
-from grse_graph.methods.skillmas.routing import route, route_probabilities, routing_slot
 from grse_graph.methods.skillmas.tables import ExecutorUtilityTable
-from grse_graph.methods.skillmas.team import TeamMember, build_team, running_members
+from grse_graph.methods.skillmas.team import (
+    TeamMember,
+    build_team,
+    route,
+    route_probabilities,
+    routing_slot,
+    running_members,
+)
 from grse_graph.skills import SkillLibrary
 from grse_graph.team import default_team
 from tests.unit.methods.skillmas.skillmas_fakes import TwoTypeTask

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grse_graph.methods.skillmas.selection import (
+from grse_graph.methods.skillmas.skills import (
     jaccard,
     normalised,
     score_candidates,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from grse_graph.methods.skillmas.round import learn_utilities
 from grse_graph.methods.skillmas.tables import ExecutorUtilityTable, SkillUtilityTable
-from grse_graph.methods.skillmas.trace import VerifiedTrace
-from grse_graph.methods.skillmas.verifiers import (
-    AnswerOrSupportingTitle,
-    EvidenceRetrieved,
+from grse_graph.methods.skillmas.trace import (
+    VerifiedTrace,
+    answer_or_supporting_title,
+    evidence_retrieved,
     local_outcomes,
 )
 from grse_graph.tasks.base import TaskQuestion
@@ -33,22 +33,22 @@ def step(agent: str, output: str, index: int = 0, results: tuple[str, ...] = ())
 
 
 def test_retriever_is_verified_by_the_gold_evidence_turn() -> None:
-    verifier = EvidenceRetrieved()
+    verifier = evidence_retrieved
     found = step("retriever", "see above", results=('[D1:3] (8 May) Ana said, "we moved"',))
     missed = step("retriever", "see above", results=('[D2:1] (9 May) Ana said, "hi"',))
-    assert verifier.outcome(LOCOMO, found, tool_agent=True) is True
-    assert verifier.outcome(LOCOMO, missed, tool_agent=True) is False
-    assert verifier.outcome(LOCOMO, step("retriever", "x"), tool_agent=True) is False
-    assert verifier.outcome(LOCOMO, found, tool_agent=False) is None  # not a retriever
-    assert verifier.outcome(HOTPOT, found, tool_agent=True) is None  # no evidence ids
+    assert verifier(LOCOMO, found, True) is True
+    assert verifier(LOCOMO, missed, True) is False
+    assert verifier(LOCOMO, step("retriever", "x"), True) is False
+    assert verifier(LOCOMO, found, False) is None  # not a retriever
+    assert verifier(HOTPOT, found, True) is None  # no evidence ids
 
 
 def test_first_hotpot_agent_is_verified_by_answer_or_supporting_title() -> None:
-    verifier = AnswerOrSupportingTitle()
-    assert verifier.outcome(HOTPOT, step("agent-1", "Stewart Copeland drummed."), tool_agent=False)
-    assert verifier.outcome(HOTPOT, step("agent-1", "It was the police!"), tool_agent=False)
-    assert not verifier.outcome(HOTPOT, step("agent-1", "Genesis."), tool_agent=False)
-    assert verifier.outcome(LOCOMO, step("agent-1", "2019"), tool_agent=False) is None
+    verifier = answer_or_supporting_title
+    assert verifier(HOTPOT, step("agent-1", "Stewart Copeland drummed."), False)
+    assert verifier(HOTPOT, step("agent-1", "It was the police!"), False)
+    assert not verifier(HOTPOT, step("agent-1", "Genesis."), False)
+    assert verifier(LOCOMO, step("agent-1", "2019"), False) is None
 
 
 def test_local_outcomes_skip_the_final_agent() -> None:
