@@ -158,9 +158,6 @@ class SmokeSize(_Frozen):
     probe_questions: int
     probe_budget: int
     caps: dict[str, int]
-    max_diagnoses: int
-    """GRSE's diagnoses per critic reply: one keeps the small model's reply inside the critic's
-    cap, so the smoke parses its critique in one call."""
     locomo_categories: list[str]
     """The LoCoMo categories Table 2 trains on one by one (the others' trained cells say not
     trained at the smoke size): each is two training runs, the table's largest cost."""

@@ -239,8 +239,6 @@ def _method_section(ctx: TableContext, actor: Actor, training: Training) -> dict
         )
     if "critic_max_tokens" in fields:
         section["critic_max_tokens"] = role_caps(ctx, actor)["critic"]
-    if "max_diagnoses" in fields and ctx.smoke:
-        section["max_diagnoses"] = ctx.settings.smoke.max_diagnoses
     if "operators" in fields:
         caps = ctx.settings.table8.caps
         operators = {setting: caps[cap] for setting, cap in OPERATOR_CAPS.items()}

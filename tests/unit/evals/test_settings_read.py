@@ -339,17 +339,3 @@ def test_the_paper_mode_runs_call_tools_as_the_settings_say(tmp_path: Path) -> N
     runs = planned(additions, "table2")
     assert {s.params["tool_protocol"] for s in runs if s.kind == "eval"} == {"function"}
     assert train_config(runs).tool_protocol == "function"
-
-
-def test_the_smoke_bounds_the_grse_critics_diagnoses_and_the_paper_size_does_not(
-    tmp_path: Path,
-) -> None:
-    def grse_at_smoke(folder: Path, change: Change | None = None) -> TrainConfig:
-        ctx = replace(table_context(folder, "table1", change), smoke=True)
-        return train_config(planned(ctx, "table1"))
-
-    assert grse_at_smoke(tmp_path / "a").method.max_diagnoses == 1  # type: ignore[union-attr]
-    changed = grse_at_smoke(tmp_path / "b", _set("smoke", "max_diagnoses", value=3))
-    assert changed.method.max_diagnoses == 3  # type: ignore[union-attr]
-    paper = train_config(planned(table_context(tmp_path / "c", "table1"), "table1"))
-    assert paper.method.max_diagnoses is None  # type: ignore[union-attr]
