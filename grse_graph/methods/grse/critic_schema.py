@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.json_schema import JsonDict
 
 from grse_graph.methods.plan import (
     FAILURE_TYPES,
@@ -208,8 +209,8 @@ def critic_repair_schema(vocabulary: CriticVocabulary | None, diagnoses: int) ->
 
 def _at_most(items: int | None, *, at_least: int = 0) -> Any:
     """A required list field advertising ``maxItems`` (when bounded) and ``minItems``."""
-    bound = {} if items is None else {"json_schema_extra": {"maxItems": items}}
-    return Field(min_length=at_least or None, **bound)
+    extra: JsonDict | None = None if items is None else {"maxItems": items}
+    return Field(min_length=at_least or None, json_schema_extra=extra)
 
 
 def _credits_field(vocabulary: CriticVocabulary | None) -> tuple[Any, Any]:

@@ -14,14 +14,15 @@ from grse_graph.skills import SkillLibrary
 from grse_graph.team.rollout import Rollout
 
 from .analyst_loop import ToolLoopAnalyst, agent_boundaries
-from .diagnosis import cluster_failures, diagnose
+from .diagnosis import Diagnosis, cluster_failures, diagnose
 from .evolution import drop_observed, evaluate_pool, evolve_skills
-from .restructure import apply_decision, build_artifacts, decide
-from .retention import retain
+from .restructure import Decision, apply_decision, build_artifacts, decide
+from .retention import RetainedItem, retain
 from .settings import SkillmasSettings
 from .skills import lineage_id
 from .state import RetainedLine, RoundRecord, SkillmasState, demote, round_undo
 from .tables import ExecutorUtilityTable, SkillUtilityTable
+from .team import TeamMember
 from .trace import VerifiedTrace, by_type, success_rate
 from .work import EvolutionWork, RoundEvidence
 
@@ -108,18 +109,11 @@ async def update_round(
     retention = retain(traces, state.failure_counts)
     retained = retention.items
     members = list(state.members)
-    analyst = None
-    if s.analyst == "loop":
-        analyst = ToolLoopAnalyst(
-            rollouts=rollouts,
-            gold=gold,
-            libraries=libraries,
-            provider=provider,
-            successes=[t for t in traces if t.success],
-            agent_boundaries=agent_boundaries(members, seed_roles or {}),
-            max_tokens=s.analyst_max_tokens,
-            max_turns=s.analyst_turns,
-        )
+    analyst = (
+        _loop_analyst(s, traces, members, rollouts, gold, libraries, provider, seed_roles or {})
+        if s.analyst == "loop"
+        else None
+    )
     diagnoses = await diagnose(
         cluster_failures(retained, traces),
         rollouts=rollouts,
@@ -159,21 +153,7 @@ async def update_round(
         counting=s.pool_counting,
         disable_after=s.pool_disable_after,
     )
-    # Restructuring (spec §6): one decision from the round's artifacts, applied at once.
-    pending = list(dict.fromkeys([*work.new_skills, *work.promoted]))
-    owned = {a: [lineage_id(sk, a) for sk in lib.skills] for a, lib in work.libraries.items()}
-    handoff = {r for d in diagnoses if d.tag == "handoff-to-structure" for r in d.rollout_ids}
-    artifacts = build_artifacts(
-        retained, pending, owned, executors_q, handoff, [m.name for m in members]
-    )
-    decision = decide(
-        artifacts,
-        members,
-        mode=s.restructure,
-        max_agents=s.max_agents,
-        previous_mass=state.failure_mass,
-        repaired_types=state.repaired_types,
-    )
+    decision = _restructuring(work, retained, diagnoses, executors_q, members, state, s)
     removed = work.libraries.get(decision.removed) if decision.removed else None
     removed_status = dict(work.status.get(decision.removed or "", {}))
     decision, new_members, next_libraries, executors_q = apply_decision(
@@ -192,16 +172,7 @@ async def update_round(
         iteration,
         traces,
         judge_calls=judge_calls,
-        retained=[
-            RetainedLine(
-                rollout_id=i.trace.rollout_id,
-                task_type=i.trace.task_type,
-                success=i.trace.success,
-                reasons=list(i.reasons),
-                priority=i.priority,
-            )
-            for i in retained
-        ],
+        retained=[_retained_line(item) for item in retained],
         diagnoses=diagnoses,
         actions=work.actions,
         pool=work.pool,
@@ -228,3 +199,61 @@ async def update_round(
         }
     )
     return RoundOutcome(state=new_state, libraries=next_libraries)
+
+
+def _restructuring(
+    work: EvolutionWork,
+    retained: Sequence[RetainedItem],
+    diagnoses: Sequence[Diagnosis],
+    executors_q: ExecutorUtilityTable,
+    members: Sequence[TeamMember],
+    state: SkillmasState,
+    settings: SkillmasSettings,
+) -> Decision:
+    """The round's one restructuring decision from its artifacts (spec §6)."""
+    pending = list(dict.fromkeys([*work.new_skills, *work.promoted]))
+    owned = {a: [lineage_id(sk, a) for sk in lib.skills] for a, lib in work.libraries.items()}
+    handoff = {r for d in diagnoses if d.tag == "handoff-to-structure" for r in d.rollout_ids}
+    artifacts = build_artifacts(
+        retained, pending, owned, executors_q, handoff, [m.name for m in members]
+    )
+    return decide(
+        artifacts,
+        members,
+        mode=settings.restructure,
+        max_agents=settings.max_agents,
+        previous_mass=state.failure_mass,
+        repaired_types=state.repaired_types,
+    )
+
+
+def _retained_line(item: RetainedItem) -> RetainedLine:
+    return RetainedLine(
+        rollout_id=item.trace.rollout_id,
+        task_type=item.trace.task_type,
+        success=item.trace.success,
+        reasons=list(item.reasons),
+        priority=item.priority,
+    )
+
+
+def _loop_analyst(
+    settings: SkillmasSettings,
+    traces: Sequence[VerifiedTrace],
+    members: Sequence[TeamMember],
+    rollouts: Mapping[str, Rollout],
+    gold: Mapping[str, str],
+    libraries: Mapping[str, SkillLibrary],
+    provider: ChatModelProvider,
+    seed_roles: Mapping[str, str],
+) -> ToolLoopAnalyst:
+    return ToolLoopAnalyst(
+        rollouts=rollouts,
+        gold=gold,
+        libraries=libraries,
+        provider=provider,
+        successes=[t for t in traces if t.success],
+        agent_boundaries=agent_boundaries(list(members), seed_roles),
+        max_tokens=settings.analyst_max_tokens,
+        max_turns=settings.analyst_turns,
+    )
