@@ -257,21 +257,17 @@ def _diagnosis_item(vocabulary: CriticVocabulary | None) -> Any:
         # refine and no skill to blame (`check_induce_without_skill`, `check_refine_skill_owned`).
         # The 0.5B critic otherwise paired a skill with induce in every diagnosis, and repeated
         # it in the repair round.
+        no_skill_name = name
         if words.skills:
             variants.append(
                 _diagnosis_variant(
                     name, common, words.skills, ["refine", "no_edit"], excluded=no_tool
                 )
             )
+            no_skill_name = f"{name}_no_skill" if len(agents) == 1 else f"{name}NoSkill"
         variants.append(
             _diagnosis_variant(
-                (f"{name}_no_skill" if len(agents) == 1 else f"{name}NoSkill")
-                if words.skills
-                else name,
-                common,
-                (),
-                ["induce", "no_edit"],
-                excluded=no_tool | _SKILL_FAILURES,
+                no_skill_name, common, (), ["induce", "no_edit"], excluded=no_tool | _SKILL_FAILURES
             )
         )
     return _one_of_models(variants) if variants else FailureDiagnosis

@@ -109,19 +109,16 @@ async def update_round(
     retention = retain(traces, state.failure_counts)
     retained = retention.items
     members = list(state.members)
-    analyst = (
-        _loop_analyst(s, traces, members, rollouts, gold, libraries, provider, seed_roles or {})
-        if s.analyst == "loop"
-        else None
-    )
-    diagnoses = await diagnose(
-        cluster_failures(retained, traces),
+    diagnoses = await _diagnoses(
+        traces,
+        retained,
+        members=members,
         rollouts=rollouts,
         gold=gold,
         libraries=libraries,
         provider=provider,
-        max_tokens=s.analyst_max_tokens,
-        analyst=analyst,
+        settings=s,
+        seed_roles=seed_roles or {},
     )
     work = EvolutionWork(
         libraries=dict(libraries),
@@ -237,23 +234,38 @@ def _retained_line(item: RetainedItem) -> RetainedLine:
     )
 
 
-def _loop_analyst(
-    settings: SkillmasSettings,
+async def _diagnoses(
     traces: Sequence[VerifiedTrace],
+    retained: Sequence[RetainedItem],
+    *,
     members: Sequence[TeamMember],
     rollouts: Mapping[str, Rollout],
     gold: Mapping[str, str],
     libraries: Mapping[str, SkillLibrary],
     provider: ChatModelProvider,
+    settings: SkillmasSettings,
     seed_roles: Mapping[str, str],
-) -> ToolLoopAnalyst:
-    return ToolLoopAnalyst(
+) -> list[Diagnosis]:
+    """The round's failure clusters diagnosed, by the tool-loop analyst when `analyst` is
+    ``loop``, else by one call per cluster."""
+    analyst = None
+    if settings.analyst == "loop":
+        analyst = ToolLoopAnalyst(
+            rollouts=rollouts,
+            gold=gold,
+            libraries=libraries,
+            provider=provider,
+            successes=[t for t in traces if t.success],
+            agent_boundaries=agent_boundaries(members, seed_roles),
+            max_tokens=settings.analyst_max_tokens,
+            max_turns=settings.analyst_turns,
+        )
+    return await diagnose(
+        cluster_failures(retained, traces),
         rollouts=rollouts,
         gold=gold,
         libraries=libraries,
         provider=provider,
-        successes=[t for t in traces if t.success],
-        agent_boundaries=agent_boundaries(list(members), seed_roles),
         max_tokens=settings.analyst_max_tokens,
-        max_turns=settings.analyst_turns,
+        analyst=analyst,
     )
