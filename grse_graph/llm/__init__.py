@@ -2,12 +2,13 @@
 everything that needs a model receives a `ChatModelProvider` (the real one: `ModelRoles`).
 """
 
+# ruff: noqa: F401  (the type checkers' imports below are the public names, see __all__)
 from __future__ import annotations
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for type checkers; the names load lazily (`__getattr__`)
     from grse_graph.llm.accounting import PromptEvalStats, RoleUsage, UsageLedger, UsageReport
     from grse_graph.llm.config import EngineSettings, LLMConfig, RoleSettings, load_config
     from grse_graph.llm.engine import LocalEngine
@@ -29,26 +30,7 @@ _HOME = {
 }
 _MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
 
-__all__ = [
-    "ROLES",
-    "ChatModelProvider",
-    "EngineSettings",
-    "LLMConfig",
-    "LocalEngine",
-    "ModelRoles",
-    "PromptEvalStats",
-    "RoleName",
-    "RoleSettings",
-    "RoleUsage",
-    "SamplingSettings",
-    "UsageLedger",
-    "UsageReport",
-    "astructured_call",
-    "build_vllm_command",
-    "load_config",
-    "resolve_model",
-    "structured_call",
-]
+__all__ = sorted(_MODULE_OF)
 
 
 def __getattr__(name: str) -> Any:

@@ -4,16 +4,29 @@ before, measured with `python -X importtime -c "import grse_graph.llm.xllamacpp_
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import grse_graph.llm as llm
 
 
+def test_the_type_checkers_imports_match_the_lazy_homes() -> None:
+    tree = ast.parse(Path(llm.__file__).read_text(encoding="utf-8"))
+    (block,) = [node for node in tree.body if isinstance(node, ast.If)]
+    imported = {
+        alias.name: (node.module or "").removeprefix("grse_graph.llm.")
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported == llm._MODULE_OF
+
+
 def test_every_public_name_resolves_to_its_module_s_object() -> None:
-    assert sorted(llm.__all__) == sorted(llm._MODULE_OF)
     for name in llm.__all__:
         assert getattr(llm, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
