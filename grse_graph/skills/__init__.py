@@ -6,8 +6,6 @@
   an agent in the prompt or through a `load_skill` tool.
 - `export_pack` / `import_pack` / `load_libraries`: shipping libraries of a whole team.
 - `validate_path` / `inspect_path`: checking anything on disk, all problems at once.
-- `checked_name` / `checked_resource_path`: model output that becomes a name or path gets the
-  checks a file on disk gets. `read_run_file`: a run folder's files through the same boundary.
 - `shown`: any untrusted text made safe for a terminal, on one line.
 """
 
@@ -16,7 +14,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .boundary import Boundary, read_run_file
+from .boundary import Boundary
 from .files import FileWriter, durable_write, recover_leftovers
 from .library import SkillLibrary
 from .limits import (
@@ -44,8 +42,6 @@ from .model import (
     Skill,
     check_name,
     check_resource_path,
-    checked_name,
-    checked_resource_path,
     slugify_name,
 )
 from .pack import PACK_SKILLS_DIR, check_pack_destination, export_pack, import_pack, load_libraries
@@ -94,8 +90,6 @@ __all__ = [
     "check_name",
     "check_pack_destination",
     "check_resource_path",
-    "checked_name",
-    "checked_resource_path",
     "durable_write",
     "export_pack",
     "import_pack",
@@ -103,7 +97,6 @@ __all__ = [
     "is_agent_name",
     "load_libraries",
     "make_skill_tool",
-    "read_run_file",
     "recover_leftovers",
     "render_index",
     "render_inline",

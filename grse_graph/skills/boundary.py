@@ -160,13 +160,6 @@ class Boundary:
         return data
 
 
-def read_run_file(run_dir: Path | str, relative: str, limit: int) -> bytes:
-    """The bytes of `RUN/<relative>` read through the boundary of the run folder (no symlink
-    out, regular files only, at most `limit` bytes). For the training side."""
-    boundary = Boundary(run_dir, "run folder")
-    return boundary.read(Path(run_dir) / relative, limit, relative)
-
-
 def decode_utf8(data: bytes, path: Path) -> str:
     """Strict UTF-8 decoding with the offending byte offset in the error."""
     try:

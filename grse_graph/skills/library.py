@@ -160,10 +160,6 @@ class SkillLibrary(BaseModel):
             )
         return self._with([*remaining, merged])
 
-    def with_limit(self, limit: int | None) -> SkillLibrary:
-        """The same skills under another limit (`SkillError` when they do not fit)."""
-        return type(self).build(self.agent, self.skills, limit)
-
     # ----- disk --------------------------------------------------------------------------
 
     def save(self, path: Path | str, *, writer: FileWriter = durable_write) -> None:

@@ -121,25 +121,6 @@ def check_resource_path(path: str) -> str:
     return path
 
 
-def checked_name(name: str, source: str) -> str:
-    """`name` if it may be a skill (or agent) folder name, else a one-line `SkillError` naming
-    `source`. Call this on model output that becomes a name: it is the check a folder on disk
-    gets."""
-    try:
-        return check_name(name)
-    except ValueError as error:
-        raise SkillError(shown(f"{source}: {error}")) from None
-
-
-def checked_resource_path(path: str, source: str) -> str:
-    """`path` if it may name a file inside a skill folder, else a one-line `SkillError` naming
-    `source`. Call this on model output that becomes a resource path."""
-    try:
-        return check_resource_path(path)
-    except ValueError as error:
-        raise SkillError(shown(f"{source}: {error}")) from None
-
-
 def _check_bookkeeping(key: str, value: str) -> None:
     problem: str | None = None
     if key == UTILITY_KEY:
@@ -511,14 +492,6 @@ class Skill(BaseModel):
     def with_iteration(self, iteration: int | None) -> Skill:
         """A copy with the producing iteration set (None removes it)."""
         return self._with_meta(ITERATION_KEY, None if iteration is None else str(iteration))
-
-    def with_parent_hash(self, parent_hash: str | None) -> Skill:
-        """A copy that names its parent version's content hash (None removes it)."""
-        return self._with_meta(PARENT_HASH_KEY, parent_hash)
-
-    def with_agent(self, agent: str | None) -> Skill:
-        """A copy with the owning agent set (None removes it)."""
-        return self._with_meta(AGENT_KEY, agent)
 
     def without_bookkeeping(self) -> Skill:
         """A copy without the `grse-*` training bookkeeping (what ships in a production pack)."""

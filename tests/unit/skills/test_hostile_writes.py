@@ -1,5 +1,5 @@
 """Writes that cannot lose data, run-folder export, terminal safety of the real `grse` entry
-point, and model output that becomes a name or path (issue 12 items 2-3, issue 11 items 3, 7)."""
+point (issue 12 items 2-3, issue 11 items 3, 7)."""
 
 from __future__ import annotations
 
@@ -23,11 +23,8 @@ from grse_graph.skills import (
     MANIFEST_FILE,
     Skill,
     SkillLibrary,
-    checked_name,
-    checked_resource_path,
     export_pack,
     import_pack,
-    read_run_file,
 )
 from grse_graph.skills.diff import library_diff
 from grse_graph.training.run_export import export_run_pack
@@ -350,35 +347,7 @@ def test_uncommitted_latest_iteration_falls_back_to_the_last_committed(tmp_path:
     assert import_pack(pack)["retriever"].get("hop").body == ""
 
 
-def test_read_run_file_stays_inside(tmp_path: Path) -> None:
-    run = _run(tmp_path / "run")
-    assert json.loads(read_run_file(run, "config.json", 1024)) == {"library_limit": 4}
-    os.symlink("/etc/passwd", run / "stolen")
-    with pytest.raises(SkillError, match="symlink points outside the run folder"):
-        read_run_file(run, "stolen", 1024)
-
-
 # ----- untrusted text: model output, diff, the real entry point ------------------------------
-
-
-@pytest.mark.parametrize("name", ["../up", "a/b", "Evil", "a\x1b[2J", "", "x" * 300, "a\nb"])
-def test_model_names_get_the_checks_of_a_folder_on_disk(name: str) -> None:
-    with pytest.raises(SkillError) as raised:
-        checked_name(name, "optimizer output")
-    message = str(raised.value)
-    assert (
-        message.startswith("optimizer output: ") and "\n" not in message and "\x1b" not in message
-    )
-
-
-@pytest.mark.parametrize(
-    "path", ["../../etc/passwd", "/abs", "a\nb", ".hidden/x", "SKILL.md", "x/\x1b[2J", "a//b"]
-)
-def test_model_paths_get_the_checks_of_a_file_on_disk(path: str) -> None:
-    with pytest.raises(SkillError) as raised:
-        checked_resource_path(path, "optimizer output")
-    assert "\n" not in str(raised.value) and "\x1b" not in str(raised.value)
-    assert checked_resource_path("references/ok.md", "op") == "references/ok.md"
 
 
 def test_diff_shows_escape_sequences_instead_of_running_them(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import yaml
 
 from grse_graph.errors import SkillError
 from grse_graph.skills import (
+    AGENT_KEY,
     PARENT_HASH_KEY,
     UTILITY_KEY,
     Skill,
@@ -142,13 +143,11 @@ def test_bookkeeping_accessors_and_with_helpers() -> None:
     )
     assert (skill.parent_hash, skill.agent) == (None, None)
     parent = "ab" * 32
+    owned = Skill(
+        name="a", description="d", metadata={PARENT_HASH_KEY: parent, AGENT_KEY: "reasoner"}
+    )
     updated = (
-        skill.with_utility(-0.4)
-        .with_provenance("induced")
-        .with_invocations(7)
-        .with_iteration(3)
-        .with_parent_hash(parent)
-        .with_agent("reasoner")
+        owned.with_utility(-0.4).with_provenance("induced").with_invocations(7).with_iteration(3)
     )
     assert updated.utility == -0.4
     assert updated.provenance == "induced"

@@ -11,6 +11,7 @@ import skills_ref
 import grse_graph
 from grse_graph.errors import SkillError
 from grse_graph.skills import (
+    AGENT_KEY,
     MANIFEST_FILE,
     PackManifest,
     Skill,
@@ -37,7 +38,7 @@ def _libraries() -> dict[str, SkillLibrary]:
                 license="Apache-2.0",
                 compatibility="Any chat model with tool calling.",
                 allowed_tools=["grep", "read_file"],
-                metadata={"author": "grse", "version": "1.0"},
+                metadata={"author": "grse", "version": "1.0", AGENT_KEY: "retriever"},
                 resources={
                     "references/examples.md": b"# Examples\n",
                     "assets/logo.bin": b"\x89\x00",
@@ -45,8 +46,7 @@ def _libraries() -> dict[str, SkillLibrary]:
             )
             .with_utility(0.5)
             .with_provenance("induced")
-            .with_iteration(2)
-            .with_agent("retriever"),
+            .with_iteration(2),
         ],
     )
     reasoner = SkillLibrary(
