@@ -16,7 +16,6 @@ from .locomo import (
     locomo_bleu,
     locomo_category_number,
     locomo_f1,
-    locomo_reward,
     locomo_scores,
     normalize_locomo,
 )
@@ -37,7 +36,6 @@ __all__ = [
     "locomo_bleu",
     "locomo_category_number",
     "locomo_f1",
-    "locomo_reward",
     "locomo_scores",
     "normalize_answer",
     "normalize_locomo",

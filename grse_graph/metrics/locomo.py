@@ -149,11 +149,6 @@ def locomo_bleu(prediction: str, gold: str, category: int) -> float:
     return _token_bleu(prediction, gold)
 
 
-def locomo_reward(prediction: str, gold: str, category: int) -> float:
-    """Training reward on LoCoMo: (category F1 + smoothed BLEU) / 2, in [0, 1]."""
-    return locomo_scores(prediction, gold, category).reward
-
-
 def locomo_category_number(category: object) -> int:
     """A scored category given as its number (1-4) or its name (`CATEGORY_NAMES`)."""
     if isinstance(category, str):

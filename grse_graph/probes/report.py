@@ -276,8 +276,3 @@ def write_audit(report: AuditReport, folder: Path) -> dict[str, Path]:
     atomic_write(paths[CHART_FILE], effects_chart_png(report))
     atomic_write(paths[REPORT_FILE], audit_markdown(report, CHART_FILE).encode("utf-8"))
     return paths
-
-
-def read_audit(folder: Path) -> AuditReport:
-    """The report an audit wrote into `folder`."""
-    return AuditReport.model_validate_json((folder / AUDIT_FILE).read_text(encoding="utf-8"))

@@ -17,7 +17,6 @@ from .spec import (
 )
 from .state import TeamState
 from .tool_protocols import (
-    TOOL_PROTOCOL_NAMES,
     TOOL_PROTOCOLS,
     FunctionCalling,
     TextCalls,
@@ -40,7 +39,6 @@ __all__ = [
     "FIRST_AGENT",
     "SECOND_AGENT",
     "TOOL_PROTOCOLS",
-    "TOOL_PROTOCOL_NAMES",
     "TOPOLOGIES",
     "TOPOLOGY_NAMES",
     "AgentNodeFactory",

@@ -162,8 +162,6 @@ class ToolProtocolRegistry(NamedRegistry[ToolProtocol]):
 TOOL_PROTOCOLS = ToolProtocolRegistry([FunctionCalling(), TextCalls()])
 """The built-in tool protocols: ``function`` and ``text``."""
 
-TOOL_PROTOCOL_NAMES: tuple[str, ...] = tuple(TOOL_PROTOCOLS)
-
 
 def with_instructions(turn: AgentTurnInput, protocol: ToolProtocol) -> AgentTurnInput:
     """`turn` with `protocol`'s instructions appended to its system prompt (unchanged when the

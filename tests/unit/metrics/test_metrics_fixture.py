@@ -30,7 +30,7 @@ from grse_graph.metrics import (
     hotpot_prf,
     locomo_bleu,
     locomo_f1,
-    locomo_reward,
+    locomo_scores,
 )
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "metrics" / "cases.jsonl"
@@ -352,6 +352,6 @@ def test_locomo_matches_reference_on_generated_answers(
     bleu = ref_locomo_bleu(prediction, gold, category)
     assert locomo_f1(prediction, gold, category) == pytest.approx(f1, abs=TOLERANCE)
     assert locomo_bleu(prediction, gold, category) == pytest.approx(bleu, abs=TOLERANCE)
-    assert locomo_reward(prediction, gold, category) == pytest.approx(
+    assert locomo_scores(prediction, gold, category).reward == pytest.approx(
         (f1 + bleu) / 2, abs=TOLERANCE
     )

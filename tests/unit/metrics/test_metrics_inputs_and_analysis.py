@@ -14,7 +14,7 @@ from grse_graph.metrics import (
     hotpot_prf,
     locomo_bleu,
     locomo_f1,
-    locomo_reward,
+    locomo_scores,
     normalize_answer,
     normalize_locomo,
 )
@@ -48,7 +48,7 @@ def test_non_string_inputs_raise_one_line_scoring_error(call) -> None:
 
 
 @pytest.mark.parametrize("category", [0, 5, 6, -1, True, 2.0, "2", None])
-@pytest.mark.parametrize("scorer", [locomo_f1, locomo_bleu, locomo_reward])
+@pytest.mark.parametrize("scorer", [locomo_f1, locomo_bleu, locomo_scores])
 def test_categories_outside_one_to_four_raise(scorer, category) -> None:
     with pytest.raises(ScoringError) as raised:
         scorer("Paris", "Paris", category)
@@ -73,7 +73,7 @@ def test_locomo_reward_is_the_mean_of_f1_and_bleu(prediction, gold, category) ->
     f1 = locomo_f1(prediction, gold, category)
     bleu = locomo_bleu(prediction, gold, category)
     assert f1 != bleu  # the cases are chosen so that a reward of F1 or BLEU alone would differ
-    assert locomo_reward(prediction, gold, category) == pytest.approx((f1 + bleu) / 2)
+    assert locomo_scores(prediction, gold, category).reward == pytest.approx((f1 + bleu) / 2)
 
 
 @pytest.mark.parametrize(
