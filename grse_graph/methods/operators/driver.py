@@ -4,7 +4,7 @@ An operator acts on a state: for the shared four and MASkills' variants, each ag
 on its own (`each_library`, `each_target`); for a method whose operators work across the team
 (SkillMAS), the round's whole workspace. Either way it has targets, found before the first
 action, and applies one action per target in turn, each on the state the previous one left,
-passing over a target the state has stopped fitting. `in_turn` / `in_turn_async` are that
+passing over a target the state has stopped fitting. `in_turn` is that
 walk; `OperatorRule` names its hooks, so a method states what its operator does differently
 (its targets, when one still applies, the action) and the driver does the rest.
 """
@@ -27,41 +27,20 @@ R = TypeVar("R")
 LibraryOutput = tuple[SkillLibrary, list[OperatorRecord]]
 """One library after a step, and the records of that step's actions."""
 
-Apply = Callable[[SkillLibrary, T], Awaitable[tuple[SkillLibrary, OperatorRecord]]]
-"""One action on one target, on the library as the previous actions left it."""
-
 Applicable = Callable[[S, T], bool]
 """Whether a target still fits the state the earlier actions left."""
 
 
-def in_turn(
-    state: S,
-    targets: Iterable[T],
-    act: Callable[[S, T], tuple[S, Sequence[R]]],
-    applicable: Applicable[S, T] | None = None,
-) -> tuple[S, list[R]]:
-    """`act` on each target in turn (for actions that call no model); a target `applicable`
-    rejects is passed over without a record. Returns the last state and every record, in
-    order."""
-    current = state
-    records: list[R] = []
-    for target in targets:
-        if applicable is not None and not applicable(current, target):
-            continue
-        current, new = act(current, target)
-        records.extend(new)
-    return current, records
-
-
-async def in_turn_async(
+async def in_turn(
     state: S,
     targets: Iterable[T],
     apply: Callable[[S, T], Awaitable[tuple[S, Sequence[R]]]],
     applicable: Applicable[S, T] | None = None,
 ) -> tuple[S, list[R]]:
-    """`in_turn` for actions that await a model: one action after another, never two at once
-    (a run's optimizer calls keep their order, so a resumed or scripted run sees the same
-    sequence)."""
+    """Each target in turn, one action after another, never two at once (a run's optimizer
+    calls keep their order, so a resumed or scripted run sees the same sequence); a target
+    `applicable` rejects is passed over without a record. Returns the last state and every
+    record, in order."""
     current = state
     records: list[R] = []
     for target in targets:
@@ -93,8 +72,7 @@ class OperatorRule(ABC, Generic[S, T, R]):
 
 
 class LocalRule(OperatorRule[S, T, R]):
-    """An operator whose action calls no model: `act` is synchronous, so `run_local` can run
-    it outside an event loop, and it still runs among other rules in `run_rules`."""
+    """An operator whose action calls no model: `act` is synchronous."""
 
     @abstractmethod
     def act(self, state: S, target: T) -> tuple[S, Sequence[R]]:
@@ -106,12 +84,7 @@ class LocalRule(OperatorRule[S, T, R]):
 
 async def run_rule(state: S, rule: OperatorRule[S, Any, R]) -> tuple[S, list[R]]:
     """`rule` on its targets in turn: the state after its last action and all its records."""
-    return await in_turn_async(state, rule.targets(state), rule.apply, rule.applicable)
-
-
-def run_local(state: S, rule: LocalRule[S, Any, R]) -> tuple[S, list[R]]:
-    """`run_rule` for a model-free rule, without an event loop."""
-    return in_turn(state, rule.targets(state), rule.act, rule.applicable)
+    return await in_turn(state, rule.targets(state), rule.apply, rule.applicable)
 
 
 async def run_rules(state: S, rules: Iterable[OperatorRule[S, Any, R]]) -> tuple[S, list[R]]:
@@ -152,21 +125,6 @@ async def each_library_async(
     )
 
 
-async def apply_in_turn(
-    library: SkillLibrary,
-    targets: Iterable[T],
-    apply: Apply[T],
-    applicable: Applicable[SkillLibrary, T] | None = None,
-) -> LibraryOutput:
-    """`in_turn_async` on one library for actions that make exactly one record each."""
-
-    async def one(current: SkillLibrary, target: T) -> tuple[SkillLibrary, list[OperatorRecord]]:
-        after, record = await apply(current, target)
-        return after, [record]
-
-    return await in_turn_async(library, targets, one, applicable)
-
-
 async def each_target(
     libraries: Mapping[str, SkillLibrary],
     aggregation: AggregationResult,
@@ -179,12 +137,15 @@ async def each_target(
     applicable: Applicable[SkillLibrary, T] | None = None,
 ) -> OperatorOutput:
     """Every agent's library with `apply` run on each of its `targets` (both given the plan)
-    in turn."""
+    in turn, one record per action."""
 
-    async def apply_one(library: SkillLibrary, target: T) -> tuple[SkillLibrary, OperatorRecord]:
-        return await apply(library, target, aggregation, ctx)
+    async def apply_one(
+        library: SkillLibrary, target: T
+    ) -> tuple[SkillLibrary, list[OperatorRecord]]:
+        after, record = await apply(library, target, aggregation, ctx)
+        return after, [record]
 
     async def step(library: SkillLibrary) -> LibraryOutput:
-        return await apply_in_turn(library, targets(library, aggregation), apply_one, applicable)
+        return await in_turn(library, targets(library, aggregation), apply_one, applicable)
 
     return await each_library_async(libraries, step)

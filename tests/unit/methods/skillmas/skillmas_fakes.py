@@ -13,7 +13,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool
 
 from grse_graph.llm.provider import ChatModelProvider, RoleName, SamplingSettings
-from grse_graph.methods.operators.driver import OperatorRule, run_local, run_rule
+from grse_graph.methods.operators.driver import OperatorRule, run_rule
 from grse_graph.methods.skillmas.designer import Create, Learn
 from grse_graph.methods.skillmas.forge import Prune, Refine
 from grse_graph.methods.skillmas.settings import EvolutionSettings
@@ -213,5 +213,7 @@ async def refine(work: EvolutionWork, ev: RoundEvidence, provider: ChatModelProv
 
 
 def prune(work: EvolutionWork) -> None:
-    _, actions = run_local(work, Prune(EvolutionSettings()))
-    work.actions.extend(actions)
+    rule = Prune(EvolutionSettings())  # no model call: its actions run without an event loop
+    for target in rule.targets(work):
+        if rule.applicable(work, target):
+            work.actions.extend(rule.act(work, target)[1])
