@@ -23,7 +23,7 @@ from dataclasses import KW_ONLY, dataclass
 
 from pydantic import BaseModel
 
-from grse_graph.llm.tokens import TokenCounter, approximate_tokens
+from grse_graph.llm.tokens import approximate_tokens
 from grse_graph.methods.grse.payload import PayloadLimits, fit_to_budget
 from grse_graph.methods.maskills import prompts
 from grse_graph.methods.maskills.trace import SkillTrace
@@ -167,11 +167,9 @@ def build_trajectory_payload(
     limits: PayloadLimits | None = None,
     excerpt_chars: int = 800,
     brevity_hint: bool = False,
-    token_counter: TokenCounter | None = None,
 ) -> TrajectoryPayload:
     """Render one trajectory for the MASkills critic (agents listed in `libraries` order),
-    fitted to `limits.max_tokens` when set (counted with `token_counter`, default
-    `approximate_tokens`)."""
+    fitted to `limits.max_tokens` when set (counted with `approximate_tokens`)."""
     limits = limits or PayloadLimits()
 
     def render(field_limits: PayloadLimits) -> str:
@@ -185,7 +183,7 @@ def build_trajectory_payload(
             brevity_hint=brevity_hint,
         ).render()
 
-    fitted = fit_to_budget(render, limits, token_counter or approximate_tokens)
+    fitted = fit_to_budget(render, limits, approximate_tokens)
     return TrajectoryPayload(
         rollout_id=rollout.rollout_id,
         text=fitted.rendering,

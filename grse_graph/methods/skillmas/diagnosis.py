@@ -259,7 +259,6 @@ def analyst_prompt(
     rollouts: Mapping[str, Rollout],
     gold: Mapping[str, str],
     libraries: Mapping[str, SkillLibrary],
-    step_chars: int = 600,
 ) -> str:
     """The evidence of one cluster as the analyst sees it."""
     lines = [
@@ -279,7 +278,7 @@ def analyst_prompt(
                 lines.append(
                     f"    {step.agent} > {call.name}({call.arguments}) -> {clip(call.result, 200)}"
                 )
-            lines.append(f"    {step.agent} said: {clip(step.output, step_chars)}")
+            lines.append(f"    {step.agent} said: {clip(step.output, 600)}")
         lines.append("")
     if cluster.skills:
         lines.append("Skills used in these failures:")
@@ -343,13 +342,12 @@ async def diagnose(
     libraries: Mapping[str, SkillLibrary],
     provider: ChatModelProvider,
     max_tokens: int | None = None,
-    max_clusters: int = MAX_CLUSTERS,
     analyst: ClusterAnalyst | None = None,
 ) -> list[Diagnosis]:
-    """Diagnose each of the top `max_clusters` non-P2 clusters with `analyst` (default: one
+    """Diagnose each of the top `MAX_CLUSTERS` non-P2 clusters with `analyst` (default: one
     structured critic call each); a cluster without a valid analysis gets tag none."""
     analyst = analyst or SingleCallAnalyst(rollouts, gold, libraries, provider, max_tokens)
     return [
         await analyst.analyse(cluster)
-        for cluster in [c for c in clusters if c.tier != "P2"][:max_clusters]
+        for cluster in [c for c in clusters if c.tier != "P2"][:MAX_CLUSTERS]
     ]

@@ -44,11 +44,10 @@ async def evolve_skills(
     provider: ChatModelProvider,
     *,
     require_diagnosis: bool = True,
-    settings: EvolutionSettings | None = None,
 ) -> None:
     """The round's operators in the code's order (its designer, then its forge) on `work`,
     their actions added to `work.actions`."""
-    s = settings or EvolutionSettings()
+    s = EvolutionSettings()
     rules: list[OperatorRule[EvolutionWork, Any, EvolutionAction]] = [
         Learn(evidence, provider, s),
         Create(evidence, provider, s, require_diagnosis),

@@ -115,7 +115,6 @@ def policy_cards(
     libraries: Mapping[str, SkillLibrary],
     status: Mapping[str, Mapping[str, str]],
     query: str,
-    limit: int = CARD_LIMIT,
 ) -> list[Skill]:
     """The active (seed and validated) skills best matching `query` by |shared tokens| /
     sqrt(|query| |card|), score 0 dropped (spec §5.9: repair priors)."""
@@ -134,7 +133,7 @@ def policy_cards(
             if score > 0:
                 scored.append((score, skill))
     scored.sort(key=lambda pair: -pair[0])
-    return [skill for _, skill in scored[:limit]]
+    return [skill for _, skill in scored[:CARD_LIMIT]]
 
 
 class ParkedSkill(BaseModel):

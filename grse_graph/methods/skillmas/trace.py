@@ -301,7 +301,6 @@ def local_outcomes(
     rollout: Rollout,
     question: TaskQuestion,
     tool_agents: Collection[str],
-    verifiers: Sequence[ExecutorVerifier] = EXECUTOR_VERIFIERS,
 ) -> dict[str, bool]:
     """agent -> executor-local outcome for every non-final agent a verifier applies to (an
     agent with several steps succeeds if one of them does)."""
@@ -310,7 +309,7 @@ def local_outcomes(
         if step.agent == rollout.steps[-1].agent:
             continue
         tool_agent = step.agent in tool_agents or bool(step.tool_calls)
-        for verifier in verifiers:
+        for verifier in EXECUTOR_VERIFIERS:
             verdict = verifier(question, step, tool_agent)
             if verdict is not None:
                 out[step.agent] = out.get(step.agent, False) or verdict
