@@ -1,7 +1,7 @@
 """Compile a `TeamSpec` into a LangGraph graph whose nodes are the agents of the team.
 
 Node behaviour lives here and is the same for every topology: an agent turn is built from the
-spec (`agent_turn_input`), run (`run_agent_turn`) and recorded as a `Step` with the skills it
+spec (`agent_turn_input`), run by its tool protocol and recorded as a `Step` with the skills it
 loaded; a main agent's turn additionally carries one delegation tool per sub-agent, and every
 delegated call is recorded as a step of that sub-agent before the main agent's own step.
 """
@@ -21,7 +21,7 @@ from grse_graph.llm.provider import ChatModelProvider, SamplingSettings
 from grse_graph.skills import SkillUseRecorder
 from grse_graph.tasks.base import Task, TaskQuestion
 
-from .agent import AgentTurnInput, PresampledReply, run_agent_turn
+from .agent import AgentTurnInput, PresampledReply
 from .answer import extract_answer
 from .delegation import (
     DelegateRunner,
@@ -206,15 +206,11 @@ async def run_recorded_turn(
     turn: AgentTurnInput,
     recorder: SkillUseRecorder | None,
     config: RunnableConfig,
-    opening: PresampledReply | None = None,
-    protocol: ToolProtocol | None = None,
+    opening: PresampledReply | None,
+    protocol: ToolProtocol,
 ) -> Step:
-    """Run one agent turn by its tool `protocol` (None: function calling) and record the
-    skills it loaded."""
-    if protocol is None:
-        step = await run_agent_turn(model, turn, config, first_reply=opening)
-    else:
-        step = await protocol.run(model, turn, config, opening)
+    """Run one agent turn by its tool `protocol` and record the skills it loaded."""
+    step = await protocol.run(model, turn, config, opening)
     if recorder is None:
         return step
     # Inline skills cannot be attributed reliably from the text, so only tool-mode loads count
