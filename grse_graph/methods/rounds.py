@@ -24,16 +24,6 @@ from grse_graph.team.spec import TeamSpec
 if TYPE_CHECKING:
     from grse_graph.methods.base import CreditRecord
 
-__all__ = [
-    "CommitPolicy",
-    "RoundRequest",
-    "RoundUpdate",
-    "StartInputs",
-    "TeamRequest",
-    "UpdateInputs",
-    "sampled_questions",
-]
-
 
 @dataclass(frozen=True)
 class StartInputs:

@@ -79,11 +79,10 @@ class MovingAverageUtilities:
     one induced last iteration) starts from 0. MASkills uses keep = 0.6, rounded to 4 places.
     """
 
-    def __init__(self, keep: float = 0.6, digits: int = 4) -> None:
+    def __init__(self, keep: float = 0.6) -> None:
         if not 0.0 <= keep <= 1.0:
             raise ValueError(f"moving-average keep must be in [0, 1], got {keep}")
         self.keep = keep
-        self.digits = digits
 
     def updated(self, old: float | None, direction: EditDirection) -> float:
         """The new utility of one credited skill."""
@@ -91,7 +90,7 @@ class MovingAverageUtilities:
         if mean is None:
             mean = direction.utility
         value = self.keep * (old if old is not None else 0.0) + (1.0 - self.keep) * mean
-        return max(-1.0, min(1.0, round(value, self.digits)))
+        return max(-1.0, min(1.0, round(value, 4)))
 
     def __call__(
         self, libraries: Mapping[str, SkillLibrary], aggregation: AggregationResult

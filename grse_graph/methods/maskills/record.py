@@ -36,8 +36,3 @@ class MaskillsRecord(CreditRecord):
     def reward(self) -> float:
         """The trajectory's reward."""
         return self.rewards[0]
-
-    @property
-    def rollout_id(self) -> str:
-        """The credited rollout's id."""
-        return self.rollout_ids[0]
