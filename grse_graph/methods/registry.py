@@ -1,6 +1,6 @@
 """`create_method(settings)`: the one way to get a credit method, and `TrainConfig`'s section.
 
-Built-in methods are listed in `_builtin()`; a caller with its own method passes a mapping that
+Built-in methods are listed in `BUILTIN_METHODS`; a caller with its own method passes a mapping that
 adds it (`{**BUILTIN_METHODS, "mine": MyMethod}`) wherever a `methods` argument is taken, so
 adding a method changes nothing in the training package. `MethodSection` is the type of
 `TrainConfig.method`: the built-in settings classes, discriminated by `name`; any other name is
@@ -28,11 +28,9 @@ from grse_graph.validation_text import describe_validation_error
 MethodClass = type[BaseCreditMethod[Any, Any]]
 
 
-def _builtin() -> dict[str, MethodClass]:
-    return {"grse": GrseMethod, "maskills": MaskillsMethod, "skillmas": SkillmasMethod}
-
-
-BUILTIN_METHODS: Mapping[str, MethodClass] = MappingProxyType(_builtin())
+BUILTIN_METHODS: Mapping[str, MethodClass] = MappingProxyType(
+    {"grse": GrseMethod, "maskills": MaskillsMethod, "skillmas": SkillmasMethod}
+)
 """The built-in methods by name (read-only)."""
 
 METHOD_NAMES: tuple[str, ...] = tuple(BUILTIN_METHODS)
