@@ -61,8 +61,7 @@ from grse_graph.validation_text import describe_validation_error
 PlantedKind = Literal["helpful", "harmful", "irrelevant"]
 PLANTED_KINDS: tuple[PlantedKind, ...] = ("helpful", "harmful", "irrelevant")
 """The kinds of the paper's robustness study (Table 5: help, harm, irr.), in its order."""
-DEMO_PLANTED_FILE = "planted.json"
-PLANTED_FILE = DEMO_PLANTED_FILE
+PLANTED_FILE = "planted.json"
 """The file name of every planted library shipped with the package."""
 LOCOMO_PLANTED_FOLDER = "locomo_planted"
 """The paper's LoCoMo single-hop library, inside `grse_graph.tasks`."""
