@@ -150,9 +150,8 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def audit_markdown(report: AuditReport, chart: str | None = CHART_FILE) -> str:
-    """``report.md``: the plan and cost lines, a table per skill and the chart (by `chart`'s
-    relative path; None leaves it out)."""
+def audit_markdown(report: AuditReport) -> str:
+    """``report.md``: the plan and cost lines, a table per skill and the chart."""
     header = report.header
     level = f"{header.confidence:.0%}"
     full = "-" if header.full_reward is None else f"{header.full_reward:.3f}"
@@ -169,9 +168,9 @@ def audit_markdown(report: AuditReport, chart: str | None = CHART_FILE) -> str:
         f"- mean reward of the full libraries: {full}",
         "",
         *effects_table(report),
+        "",
+        chart_link(report, CHART_FILE),
     ]
-    if chart is not None:
-        lines += ["", chart_link(report, chart)]
     return "\n".join(lines) + "\n"
 
 
@@ -274,5 +273,5 @@ def write_audit(report: AuditReport, folder: Path) -> dict[str, Path]:
     paths = {name: folder / name for name in (AUDIT_FILE, CHART_FILE, REPORT_FILE)}
     atomic_write(paths[AUDIT_FILE], (report.model_dump_json(indent=2) + "\n").encode("utf-8"))
     atomic_write(paths[CHART_FILE], effects_chart_png(report))
-    atomic_write(paths[REPORT_FILE], audit_markdown(report, CHART_FILE).encode("utf-8"))
+    atomic_write(paths[REPORT_FILE], audit_markdown(report).encode("utf-8"))
     return paths
