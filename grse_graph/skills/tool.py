@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -43,20 +42,12 @@ class SkillUseRecorder:
         with self._lock:
             return tuple(self._records)
 
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._records)
-
     def skills_used(self, agent: str | None = None) -> list[str]:
         """Distinct existing skills that were loaded (optionally by one agent), first use first."""
         names = [
             r.skill for r in self.invocations if r.found and (agent is None or r.agent == agent)
         ]
         return list(dict.fromkeys(names))
-
-    def counts(self) -> dict[tuple[str, str], int]:
-        """Number of successful loads per (agent, skill)."""
-        return dict(Counter((r.agent, r.skill) for r in self.invocations if r.found))
 
 
 class LoadSkillArgs(BaseModel):
