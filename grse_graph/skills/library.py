@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from grse_graph.errors import SkillError
 
 from .boundary import Boundary, reading
-from .diff import library_diff
 from .files import FileWriter, durable_write, recover_leftovers, replace_dir
 from .limits import AGENT_PATTERN, MAX_NAME_CHARS, SKILL_FILE
 from .model import Skill, validation_message
@@ -106,16 +105,6 @@ class SkillLibrary(BaseModel):
         """sha256 over the skills' names and content hashes (agent and limit excluded)."""
         lines = "".join(f"{skill.name}\0{skill.content_hash()}\n" for skill in self.skills)
         return hashlib.sha256(lines.encode("utf-8")).hexdigest()
-
-    def diff(self, other: SkillLibrary) -> str:
-        """A readable diff from this library to `other`: a summary, then per-skill unified
-        diffs of SKILL.md and resources for every added, removed and changed skill."""
-        return library_diff(
-            {s.name: s for s in self.skills},
-            {s.name: s for s in other.skills},
-            f"library {self.agent}",
-            f"library {other.agent}",
-        )
 
     # ----- operations (each returns a new library) ---------------------------------------
 

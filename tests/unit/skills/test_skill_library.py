@@ -8,6 +8,7 @@ import pytest
 
 from grse_graph.errors import SkillError
 from grse_graph.skills import SKILL_FILE, Skill, SkillLibrary
+from grse_graph.skills.diff import library_diff
 
 
 def _skill(name: str, body: str = "Do the thing.") -> Skill:
@@ -83,16 +84,22 @@ def test_content_hash_is_stable_and_order_independent() -> None:
     assert SkillLibrary.empty("a").content_hash() != one.content_hash()
 
 
+def _diff(old: SkillLibrary, new: SkillLibrary) -> str:
+    return library_diff(
+        {s.name: s for s in old.skills}, {s.name: s for s in new.skills}, "old", "new"
+    )
+
+
 def test_diff_reports_added_removed_and_changed() -> None:
     old = SkillLibrary(agent="reasoner", skills=[_skill("keep"), _skill("gone"), _skill("edit")])
     new = old.remove("gone").add(_skill("fresh")).replace(_skill("edit", "Do it better."))
-    text = old.diff(new)
+    text = _diff(old, new)
     assert "added: fresh\nremoved: gone\nchanged: edit\n" in text
     assert "=== added: fresh\n--- /dev/null\n+++ b/fresh/SKILL.md\n" in text
     assert "=== removed: gone\n--- a/gone/SKILL.md\n+++ /dev/null\n" in text
     assert "-Do the thing.\n+Do it better.\n" in text
     assert "keep" not in text.split("\n", 5)[5]
-    assert old.diff(old).endswith("no differences\n")
+    assert _diff(old, old).endswith("no differences\n")
 
 
 def test_diff_shows_resource_changes() -> None:
@@ -111,7 +118,7 @@ def test_diff_shows_resource_changes() -> None:
             name="a", description="d", resources={"references/r.md": b"two\n", "assets/b": b"\xfe"}
         )
     )
-    text = old.diff(new)
+    text = _diff(old, new)
     assert "--- a/a/references/r.md\n+++ b/a/references/r.md\n" in text
     assert "-one\n+two\n" in text
     assert "Binary resource a/assets/b differs: 1 bytes" in text
