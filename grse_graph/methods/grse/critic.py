@@ -334,25 +334,15 @@ class GroupCritic:
                 continue
             fixed = repair.diagnoses[n]
             remaining = check_diagnosis(fixed, repaired_ctx, tool_error_rule=self.tool_error_rule)
-            if remaining:
-                results.append(
-                    CheckedDiagnosis(
-                        diagnosis=fixed,
-                        status="dropped",
-                        violations=violations,
-                        final_violations=remaining,
-                        original=original,
-                    )
+            results.append(
+                CheckedDiagnosis(
+                    diagnosis=fixed,
+                    status="dropped" if remaining else "repaired",
+                    violations=violations,
+                    final_violations=remaining,
+                    original=original,
+                    is_hypothesis=not remaining and is_hypothesis(fixed),
                 )
-            else:
-                results.append(
-                    CheckedDiagnosis(
-                        diagnosis=fixed,
-                        status="repaired",
-                        violations=violations,
-                        original=original,
-                        is_hypothesis=is_hypothesis(fixed),
-                    )
-                )
+            )
         # `credits` were already unique and valid, so every drop here is a repair credit.
         return results, merged, dropped_credits + dropped
