@@ -378,20 +378,3 @@ def build_training_studio_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
         TrainingOutput,
         TrainingContext,
     )
-
-
-__all__ = [
-    "DEFAULT_RUNS_DIR",
-    "Endpoint",
-    "TeamContext",
-    "TeamInput",
-    "TeamOutput",
-    "TrainingContext",
-    "TrainingInput",
-    "TrainingOutput",
-    "build_team_studio_graph",
-    "build_training_studio_graph",
-    "find_question",
-    "llm_config",
-    "train_config",
-]

@@ -382,26 +382,3 @@ async def run_langsmith_eval(
     order = {q.id: i for i, q in enumerate(task.split(split))}
     rows.sort(key=lambda r: order.get(r.question_id, len(order)))
     return summarize_rows(results.experiment_name, rows, uploaded=uploading, dataset=dataset)
-
-
-__all__ = [
-    "LangSmithRow",
-    "LangSmithSummary",
-    "dataset_name",
-    "ensure_dataset",
-    "example_id",
-    "example_rows",
-    "langsmith_api_key",
-    "official_evaluator",
-    "offline_client",
-    "pack_target",
-    "pack_team",
-    "question_from",
-    "question_inputs",
-    "run_langsmith_eval",
-    "run_sync",
-    "summarize_rows",
-    "sync_target",
-    "task_examples",
-    "team_target",
-]
