@@ -51,7 +51,7 @@ from grse_graph.tasks.base import Task, TaskQuestion
 from grse_graph.team import SkillMode, TeamSpec, default_team, run_rollout
 from grse_graph.training.config import TrainConfig, protocol_train_config
 from grse_graph.training.context import TrainingDeps
-from grse_graph.training.graph import compile_training_graph, training_run_config
+from grse_graph.training.graph import compile_training_graph
 from grse_graph.training.run_folder import RunFolder
 
 DEFAULT_RUNS_DIR = "runs/studio"
@@ -360,10 +360,9 @@ async def training_node(
             on_progress=lambda event: writer({"progress": event.model_dump(mode="json")}),
             usage=lambda: ledger.report().model_dump(mode="json"),
         )
+        # Compiled with the run's recursion limit and concurrency bound (the thread: ours).
         graph = await asyncio.to_thread(compile_training_graph, deps)
-        limits = training_run_config(cfg)
-        del limits["configurable"]
-        await graph.ainvoke({}, limits)
+        await graph.ainvoke({})
     return await asyncio.to_thread(_outcome, run_dir)
 
 
