@@ -122,20 +122,12 @@ _METHOD_KNOBS = (
 that knob: MASkills has no group)."""
 
 
-DEMO_ROLE_MODELS: dict[str, str | None] = {"critic": None, "optimizer": None}
-"""The embedded model of the demo's critic and optimizer (None: the actor's model)."""
-
-
 def demo_llm_overrides(
     model: str, *, critic_model: str | None = None, optimizer_model: str | None = None
 ) -> dict[str, Any]:
     """The model-role overrides of the demo: the embedded model, the actor's cap, and the
-    critic's and optimizer's own embedded models (default `DEMO_ROLE_MODELS`; the actor's model
-    when that is None too)."""
-    chosen = {
-        "critic": critic_model or DEMO_ROLE_MODELS["critic"],
-        "optimizer": optimizer_model or DEMO_ROLE_MODELS["optimizer"],
-    }
+    critic's and optimizer's own embedded models (None: the actor's model)."""
+    chosen = {"critic": critic_model, "optimizer": optimizer_model}
     return {
         "engine.model": model,
         "actor.max_tokens": DEMO_ACTOR_MAX_TOKENS,
