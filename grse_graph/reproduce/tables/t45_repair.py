@@ -81,20 +81,19 @@ def method_labels(ctx: TableContext) -> list[str]:
     return [label for label in METHODS if label != PROBE_ROW or not ctx.paper_mode]
 
 
-def planted_eval(ctx: TableContext, actor: Actor) -> RunSpec:
-    """The perturbed library on the test split (the starting point of every method)."""
+def planted_eval(
+    ctx: TableContext, actor: Actor, kinds: tuple[PlantedKind, ...] | None = None
+) -> RunSpec:
+    """The perturbed library (only its skills of `kinds` when given) on the test split (the
+    starting point of every method)."""
     design = design_of(ctx)
-    planted = planted_library(ctx)
-    return planted_spec(ctx, actor, design.task, str(planted.source), design.category)
+    source = str(planted_library(ctx).source)
+    return planted_spec(ctx, actor, design.task, source, design.category, kinds=kinds)
 
 
 def helpful_eval(ctx: TableContext, actor: Actor) -> RunSpec:
     """The perturbed library's helpful skills alone on the test split (Table 4's reference)."""
-    design = design_of(ctx)
-    planted = planted_library(ctx)
-    return planted_spec(
-        ctx, actor, design.task, str(planted.source), design.category, kinds=HELPFUL
-    )
+    return planted_eval(ctx, actor, HELPFUL)
 
 
 def method_runs(ctx: TableContext, actor: Actor, label: str) -> list[RunSpec]:
@@ -354,7 +353,7 @@ def _skill_cells(
 
 
 def _summary_cells(
-    outcomes: list[Result], planted: PlantedLibrary, paper: PaperLookup, method: str
+    outcomes: list[Result], paper: PaperLookup, method: str
 ) -> dict[str, dict[str, Cell]]:
     """The right signs and the separation of one method's runs: row -> part -> cell."""
     failures = [f"run {r.run_id}: {r.error}" for r in outcomes if isinstance(r, RunFailure)]
@@ -442,7 +441,7 @@ def _table5(ctx: TableContext, results: Mapping[str, Result], header: list[str])
     summary: dict[str, dict[str, Cell]] = {}
     for key, (label, actor) in groups.items():
         paper = _paper(ctx, "table5", actor)
-        for row, parts in _summary_cells(by_group[key], planted, paper, label).items():
+        for row, parts in _summary_cells(by_group[key], paper, label).items():
             cells = summary.setdefault(row, {"skill": Cell(text="-"), "kind": Cell(text="-")})
             for part, cell in parts.items():
                 cells[f"{key}:{part}"] = cell
