@@ -41,17 +41,22 @@ SAMPLED_BASELINES = ("cot-sc",)
 """Baselines that sample (one run per seed); the others decode greedily (one run)."""
 
 
-def role_caps(ctx: TableContext, actor: Actor) -> dict[RoleName, int]:
-    """The cap each role of `actor` runs with: Table 8's on a remote endpoint (the optimizer
-    role's is its largest operator cap; each operator call sends its own); on the embedded
-    engine and at the smoke size the role's own (the CPU's and the smoke's caps, which the
-    header declares)."""
+def paper_caps(ctx: TableContext) -> dict[RoleName, int]:
+    """Table 8's cap of each role (the optimizer role's is its largest operator cap; each
+    operator call sends its own)."""
     caps = ctx.settings.table8.caps
-    paper: dict[RoleName, int] = {
+    return {
         "actor": caps["actor"],
         "critic": caps["critic"],
         "optimizer": max(caps["refine"], caps["induce"], caps["consolidate"]),
     }
+
+
+def role_caps(ctx: TableContext, actor: Actor) -> dict[RoleName, int]:
+    """The cap each role of `actor` runs with: Table 8's on a remote endpoint (`paper_caps`);
+    on the embedded engine and at the smoke size the role's own (the CPU's and the smoke's
+    caps, which the header declares)."""
+    paper = paper_caps(ctx)
     llm = actor.llm
     return {
         role: llm.role(role).max_tokens if ctx.smoke or llm.role(role).embedded else paper[role]
