@@ -93,11 +93,9 @@ def example_rows(task: Task, split: str, limit: int | None = None) -> list[dict[
     ]
 
 
-def task_examples(
-    task: Task, split: str, limit: int | None = None, *, dataset_id: uuid.UUID | None = None
-) -> list[schemas.Example]:
+def task_examples(task: Task, split: str, limit: int | None = None) -> list[schemas.Example]:
     """The split as in-memory LangSmith examples, for `evaluate(..., data=examples)` offline."""
-    dataset = dataset_id or uuid.uuid5(_EXAMPLE_NAMESPACE, f"{task.name}/{split}")
+    dataset = uuid.uuid5(_EXAMPLE_NAMESPACE, f"{task.name}/{split}")
     return [
         schemas.Example(
             id=uuid.UUID(row["id"]),
@@ -115,15 +113,13 @@ def dataset_name(task: Task, split: str) -> str:
     return f"grse-{task.name}-{split}"
 
 
-def ensure_dataset(
-    client: Any, task: Task, split: str, *, name: str | None = None, limit: int | None = None
-) -> str:
+def ensure_dataset(client: Any, task: Task, split: str, *, limit: int | None = None) -> str:
     """Create the split's dataset in LangSmith if missing and upsert its examples; its name.
 
     `client` is a `langsmith.Client` (or anything with `has_dataset`, `create_dataset` and
     `create_examples`). Example ids are stable, so uploading again updates rather than duplicates.
     """
-    chosen = name or dataset_name(task, split)
+    chosen = dataset_name(task, split)
     if not client.has_dataset(dataset_name=chosen):
         client.create_dataset(chosen, description=f"grse-graph task {task.name}, split {split}")
     client.create_examples(dataset_name=chosen, examples=example_rows(task, split, limit))
@@ -133,19 +129,11 @@ def ensure_dataset(
 # -- targets ---------------------------------------------------------------------------------
 
 
-def team_target(
-    spec: TeamSpec,
-    task: Task,
-    provider: ChatModelProvider,
-    *,
-    sampling: SamplingSettings | None = None,
-    max_tokens: int | None = None,
-) -> AsyncTarget:
-    """An async LangSmith target: one execution of the team on the example's question.
+def team_target(spec: TeamSpec, task: Task, provider: ChatModelProvider) -> AsyncTarget:
+    """An async LangSmith target: one greedy execution of the team on the example's question.
 
     Output: `answer`, `rollout_id`, `trace_id`, `run_id` and `steps` (the agents in order).
     """
-    chosen = sampling or SamplingSettings.greedy()
 
     async def target(inputs: dict[str, Any]) -> dict[str, Any]:
         question = question_from(inputs)
@@ -162,10 +150,9 @@ def team_target(
                 task,
                 question,
                 provider,
-                sampling=chosen,
+                sampling=SamplingSettings.greedy(),
                 rollout_id=f"langsmith:{question.id}",
                 metadata={"method": "team", "source": "langsmith"},
-                max_tokens=max_tokens,
                 parent=parent,
             )
         return {
@@ -186,18 +173,9 @@ def pack_team(pack: Path, task: Task, *, skill_mode: SkillMode = "inline") -> Te
     return default_team(task, dict(import_pack(pack)), skill_mode=skill_mode)
 
 
-def pack_target(
-    pack: Path,
-    task: Task,
-    provider: ChatModelProvider,
-    *,
-    skill_mode: SkillMode = "inline",
-    sampling: SamplingSettings | None = None,
-) -> AsyncTarget:
+def pack_target(pack: Path, task: Task, provider: ChatModelProvider) -> AsyncTarget:
     """An async LangSmith target running the team with a trained pack's libraries."""
-    return team_target(
-        pack_team(pack, task, skill_mode=skill_mode), task, provider, sampling=sampling
-    )
+    return team_target(pack_team(pack, task), task, provider)
 
 
 def run_sync(coroutine: Awaitable[T]) -> T:
@@ -279,10 +257,9 @@ class LangSmithSummary(BaseModel):
     rows: list[LangSmithRow]
 
 
-def langsmith_api_key(env: Mapping[str, str] | None = None) -> str | None:
+def langsmith_api_key() -> str | None:
     """The LangSmith API key from the environment, if any (upload is off without one)."""
-    source = os.environ if env is None else env
-    return next((source[v] for v in API_KEY_VARIABLES if source.get(v)), None)
+    return next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), None)
 
 
 def offline_client() -> Any:
@@ -346,8 +323,6 @@ async def run_langsmith_eval(
     limit: int | None = None,
     concurrency: int = 1,
     upload: bool | None = None,
-    client: Any = None,
-    experiment_prefix: str | None = None,
 ) -> LangSmithSummary:
     """`langsmith.aevaluate` of `target` over the split with the official evaluator.
 
@@ -358,21 +333,20 @@ async def run_langsmith_eval(
     from langsmith import Client, aevaluate
 
     uploading = langsmith_api_key() is not None if upload is None else upload
-    prefix = experiment_prefix or f"grse-{task.name}-{split}"
     data: Any
     dataset: str | None = None
     if uploading:
-        client = client or Client()
+        client = Client()
         dataset = ensure_dataset(client, task, split, limit=limit)
         data = dataset
     else:
-        client = client or offline_client()
+        client = offline_client()
         data = task_examples(task, split, limit)
     results = await aevaluate(
         target,
         data=data,
         evaluators=[official_evaluator(task)],
-        experiment_prefix=prefix,
+        experiment_prefix=f"grse-{task.name}-{split}",
         max_concurrency=concurrency,
         client=client,
         upload_results=uploading,
