@@ -235,7 +235,7 @@ def transition_table(comparison: LibraryComparison) -> Table:
     return table
 
 
-def question_table(comparison: LibraryComparison, prediction_chars: int = 40) -> Table:
+def question_table(comparison: LibraryComparison) -> Table:
     """One row per question: outcome, reward and (shortened) answer under each library."""
     c = comparison
     table = Table(title=f"test questions, {c.before_label} -> {c.after_label}")
@@ -243,7 +243,7 @@ def question_table(comparison: LibraryComparison, prediction_chars: int = 40) ->
         table.add_column(column, justify="right" if column == "change" else "left")
 
     def short(text: str) -> str:
-        return shorten(text, prediction_chars)
+        return shorten(text, 40)
 
     for t in c.transitions:
         moved = t.before != t.after

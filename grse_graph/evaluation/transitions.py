@@ -36,13 +36,15 @@ Outcome = Literal["declined", "wrong", "correct"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_LEVEL = 0.95
+CORRECT_REWARD = 1.0
+"""The reward that counts as correct on a task that reports no F1."""
 
 
 class ComparisonError(GrseError):
     """Two evaluations cannot be compared question by question (different or no questions)."""
 
 
-def answer_outcome(record: PredictionRecord, correct_reward: float = 1.0) -> Outcome:
+def answer_outcome(record: PredictionRecord, correct_reward: float = CORRECT_REWARD) -> Outcome:
     """declined / wrong / correct for one finished question (see the module docstring)."""
     if record.failed:
         return "declined"
@@ -188,9 +190,7 @@ def compare_predictions(
     *,
     before_label: str = "empty",
     after_label: str = "trained",
-    correct_reward: float = 1.0,
     resamples: int = DEFAULT_RESAMPLES,
-    level: float = DEFAULT_LEVEL,
     seed: int = 0,
 ) -> LibraryComparison:
     """Pair two evaluations by question id (in `before`'s order) and compare them.
@@ -220,8 +220,8 @@ def compare_predictions(
                 question=b.question,
                 answer=b.answer,
                 category=b.category,
-                before=answer_outcome(b, correct_reward),
-                after=answer_outcome(a, correct_reward),
+                before=answer_outcome(b),
+                after=answer_outcome(a),
                 reward_before=0.0 if b.failed else b.reward,
                 reward_after=0.0 if a.failed else a.reward,
                 prediction_before=b.prediction,
@@ -235,7 +235,7 @@ def compare_predictions(
         f"correct = token F1 >= {CORRECT_F1_THRESHOLD}"
         if uses_f1
         else f"correct = F1 >= {CORRECT_F1_THRESHOLD} where reported, else reward >= "
-        f"{correct_reward}"
+        f"{CORRECT_REWARD}"
     )
     return LibraryComparison(
         before_label=before_label,
@@ -245,9 +245,7 @@ def compare_predictions(
         table=TransitionTable.of(transitions),
         mean_before=math.fsum(rewards_before) / len(transitions),
         mean_after=math.fsum(rewards_after) / len(transitions),
-        paired=paired_bootstrap(
-            rewards_before, rewards_after, resamples=resamples, level=level, seed=seed
-        ),
+        paired=paired_bootstrap(rewards_before, rewards_after, resamples=resamples, seed=seed),
     )
 
 
@@ -258,7 +256,6 @@ def compare_folders(
     *,
     before_label: str = "empty",
     after_label: str = "trained",
-    correct_reward: float = 1.0,
     seed: int = 0,
 ) -> LibraryComparison:
     """`compare_predictions` on the `predictions.jsonl` of two evaluation folders.
@@ -285,6 +282,5 @@ def compare_folders(
         list(sides[after_label].values()),
         before_label=before_label,
         after_label=after_label,
-        correct_reward=correct_reward,
         seed=seed,
     )
