@@ -53,13 +53,12 @@ def load_actors(configs: list[Path], smoke: SmokeSize | None) -> list[Actor]:
     return [Actor(actor_label(llm), llm) for llm in llms]
 
 
-def current_commit(repo: Path | None = None) -> str:
+def current_commit() -> str:
     """The short commit of the checkout this package runs from (`unknown` outside git)."""
-    where = repo or Path(__file__).resolve().parents[2]
     try:
         done = subprocess.run(
             ["git", "rev-parse", "--short=7", "HEAD"],
-            cwd=where,
+            cwd=Path(__file__).resolve().parents[2],
             capture_output=True,
             text=True,
             check=True,

@@ -42,9 +42,9 @@ class Cell(BaseModel):
     the table's header lists it. A table built at the full size has no such cell."""
 
     @classmethod
-    def skipped_at_size(cls, paper: PaperValue = None, digits: int = 1) -> Cell:
+    def skipped_at_size(cls, paper: PaperValue = None) -> Cell:
         """A cell the smoke size does not run (listed in the header, never a silent zero)."""
-        return cls(not_run=NOT_RUN_AT_SIZE, paper=paper, digits=digits)
+        return cls(not_run=NOT_RUN_AT_SIZE, paper=paper)
 
     @property
     def failed(self) -> bool:

@@ -265,7 +265,7 @@ def results_of(specs: Sequence[RunSpec], results: Mapping[str, Result]) -> list[
     return [results.get(s.run_id) or RunFailure(run_id=s.run_id, error="not run") for s in specs]
 
 
-def summary_metric(name: str, category: str | None = None, scale: float = 100.0) -> Metric:
+def summary_metric(name: str, category: str | None = None) -> Metric:
     """A test metric of the run's (trained) evaluation, overall or of one category, in
     points; `NotMeasured` (with the reason) when the run has no evaluation or every question
     failed, `OutsideTestSize` when its test questions hold no question of that category or
@@ -283,7 +283,7 @@ def summary_metric(name: str, category: str | None = None, scale: float = 100.0)
         value = group.metrics.get(name)
         if value is None:
             raise OutsideTestSize(f"no question reporting {name} among its test questions")
-        return value * scale
+        return value * 100
 
     return read
 
@@ -293,11 +293,10 @@ def metric_cells(
     row: str,
     outcomes: Sequence[Result],
     metrics: Mapping[str, Metric],
-    digits: int = 1,
 ) -> dict[str, Cell]:
     """One row's cells: each metric over the row's runs, beside the paper's value of its
     column in `row`."""
     return {
-        key: collect(outcomes, metric, paper=paper.value(row, key), digits=digits)
+        key: collect(outcomes, metric, paper=paper.value(row, key))
         for key, metric in metrics.items()
     }
