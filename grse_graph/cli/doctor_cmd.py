@@ -152,7 +152,7 @@ def model_checks(settings: EngineSettings, verify_hash: bool) -> list[Check]:
     return rows
 
 
-def endpoint_checks(config: LLMConfig, timeout_s: float = 3.0) -> list[Check]:
+def endpoint_checks(config: LLMConfig) -> list[Check]:
     """Reachability of each configured role endpoint."""
     rows: list[Check] = []
     for role in ROLES:
@@ -169,7 +169,7 @@ def endpoint_checks(config: LLMConfig, timeout_s: float = 3.0) -> list[Check]:
             headers["Authorization"] = f"Bearer {key}"
         url = settings.base_url.rstrip("/") + "/models"
         try:
-            response = httpx.get(url, headers=headers, timeout=timeout_s)
+            response = httpx.get(url, headers=headers, timeout=3.0)
         except httpx.HTTPError as error:
             rows.append(Check("endpoint", role, "fail", f"{url}: {type(error).__name__}"))
             continue

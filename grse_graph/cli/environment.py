@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from pydantic import BaseModel
 
@@ -33,13 +33,11 @@ def known_variables() -> list[str]:
     return [*names, *OTHER_VARIABLES]
 
 
-def unknown_variable_warnings(
-    env: Mapping[str, str], config: LLMConfig | None = None, known: Iterable[str] | None = None
-) -> list[str]:
+def unknown_variable_warnings(env: Mapping[str, str], config: LLMConfig | None = None) -> list[str]:
     """One warning line per `GRSE_*` variable in `env` that grse does not read, naming the
     closest known one. Variables a role names as its `api_key_env` are not settings and are
     left alone."""
-    names = set(known if known is not None else known_variables())
+    names = set(known_variables())
     if config is not None:
         names |= {config.role(r).api_key_env or "" for r in ROLES}
     warnings = []

@@ -41,9 +41,8 @@ def _encodable(text: str, stream: TextIO) -> str:
     return text.encode(encoding, "backslashreplace").decode(encoding)
 
 
-def _emit(text: str, *, err: bool = False) -> None:
-    stream = sys.stderr if err else sys.stdout
-    typer.echo(_encodable(text, stream), nl=False, err=err)
+def _emit(text: str) -> None:
+    typer.echo(_encodable(text, sys.stdout), nl=False)
 
 
 def one_line_errors(command: F) -> F:
