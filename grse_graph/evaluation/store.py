@@ -25,21 +25,9 @@ class EvalFolder:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-
-    @property
-    def predictions_path(self) -> Path:
-        """`predictions.jsonl` in the folder."""
-        return self.path / PREDICTIONS_FILE
-
-    @property
-    def summary_path(self) -> Path:
-        """`summary.json` in the folder."""
-        return self.path / SUMMARY_FILE
-
-    @property
-    def run_path(self) -> Path:
-        """`run.json` in the folder."""
-        return self.path / RUN_FILE
+        self.predictions_path = path / PREDICTIONS_FILE
+        self.summary_path = path / SUMMARY_FILE
+        self.run_path = path / RUN_FILE
 
     def open_run(self, config: RunConfig) -> None:
         """Create the folder and `run.json`, or check that an existing run is the same run."""
