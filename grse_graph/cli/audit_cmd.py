@@ -11,7 +11,7 @@ output folder, so running the same audit again resumes it; the report files come
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
@@ -103,14 +103,6 @@ def audit_questions(task: Task, split: str, limit: int) -> list[TaskQuestion]:
     return questions
 
 
-def check_plan(
-    spec: TeamSpec, questions: Sequence[TaskQuestion], settings: ProbeSettings
-) -> ProbePlan:
-    """The probe's plan, made here before any engine starts so an empty library or a budget too
-    small is reported at once (`ProbeError`); it is what `SkillProber.plan` computes."""
-    return plan_probes(spec.libraries(), [q.id for q in questions], settings)
-
-
 @contextmanager
 def run_progress(console: Console, plan: ProbePlan) -> Iterator[Progress]:
     """A bar with one unit per planned team run and the failed count (resumed runs count as
@@ -187,7 +179,9 @@ def audit_command(
     spec = audit_team(loaded, team)
     probed = audit_questions(loaded, split, limit)
     settings = ProbeSettings(budget=budget, split=split)
-    plan = check_plan(spec, probed, settings)
+    # The plan `SkillProber` will make, made before any engine starts: an empty library or a
+    # budget too small is one line (`ProbeError`).
+    plan = plan_probes(spec.libraries(), [q.id for q in probed], settings)
     llm = load_config(config, overrides={"engine.model": model})
     out_dir = out or Path(f"audit-{loaded.name}-{split}")
     console = report_console(as_json)
