@@ -293,9 +293,7 @@ def summarize_rows(
     """Mean of every feedback key over the rows that report it plus the failed rows (which
     count 0): a mixed task scores passages by EM and conversations by BLEU, and a row without a
     metric does not pull that metric's mean down (as in `grse eval`'s summary)."""
-    keys: list[str] = []
-    for row in rows:
-        keys.extend(k for k in row.scores if k not in keys)
+    keys = list(dict.fromkeys(k for row in rows for k in row.scores))
     failed_rows = [r for r in rows if r.error is not None or r.scores.get("failed", 0.0) > 0]
     means: dict[str, float] = {}
     for key in keys:

@@ -17,12 +17,7 @@ STATE_KEYS: tuple[str, ...] = ("correct", "wrong", "declined", "failed")
 
 def metric_names(records: Sequence[PredictionRecord]) -> list[str]:
     """Metric names reported by the successful records, in first-seen order."""
-    names: list[str] = []
-    for record in records:
-        for name in record.metrics:
-            if name not in names:
-                names.append(name)
-    return names
+    return list(dict.fromkeys(name for record in records for name in record.metrics))
 
 
 def hand_off(record: PredictionRecord) -> str | None:
