@@ -24,6 +24,7 @@ from grse_graph.methods.grse.critic_schema import (
     CriticVocabulary,
     CritiqueResult,
     count_diagnoses,
+    critic_credits_schema,
     critic_output_schema,
     critic_repair_schema,
     step_label,
@@ -190,8 +191,14 @@ class GroupCritic:
         fallback that keeps a group's credits when its diagnoses cannot be parsed)."""
         model = self.provider.chat("critic", max_tokens=self.max_tokens)
         system = prompts.critic_system(structured=False, answer_length_note=self.answer_length_note)
-        output = await astructured_call(model, CriticCredits, self._messages(payload, system))
         names = {agent: library.names() for agent, library in libraries.items()}
+        # The structured schema's list bounds, where it has them (a narrowing engine).
+        schema = (
+            critic_credits_schema(sum(map(len, names.values())), len(names))
+            if schema_narrowing(model) != "off"
+            else CriticCredits
+        )
+        output = await astructured_call(model, schema, self._messages(payload, system))
         credits, dropped_credits = first_credit_per_skill(output.credits, names)
         return base.model_copy(
             update={

@@ -193,6 +193,20 @@ def critic_output_schema(
     )
 
 
+def critic_credits_schema(skill_pairs: int, agents: int) -> type[CriticCredits]:
+    """`CriticCredits` with the list bounds of `critic_output_schema`: at most one credit per
+    (agent, skill) pair of the group (`skill_pairs`) and one feedback per agent (`agents`).
+    Advertised (``maxItems``), not enforced in parsing; the schema keeps the name
+    ``CriticCredits`` because the function-calling tool is named after it."""
+    return create_model(
+        "CriticCredits",
+        __base__=CriticCredits,
+        __doc__=CriticCredits.__doc__,
+        credits=(list[SkillCredit], _at_most(skill_pairs)),
+        agent_feedback=(list[AgentFeedback], _at_most(agents)),
+    )
+
+
 def critic_repair_schema(vocabulary: CriticVocabulary | None, diagnoses: int) -> type[CriticRepair]:
     """`CriticRepair` advertising the same names as the group's `critic_output_schema`, and
     one corrected diagnosis per one sent back (`diagnoses`)."""

@@ -352,6 +352,27 @@ def test_the_schema_bounds_each_list_and_the_parser_still_reads_a_longer_one() -
     assert "maxItems" not in unbounded
 
 
+def test_the_credits_only_schema_has_the_same_bounds_and_the_parser_reads_longer_lists() -> None:
+    no_diagnoses = output(diagnoses=[])
+    feedback = {"agent": "answerer", "feedback": "too long", "missing_capability": ""}
+    credits_only = tool_call_message(
+        "CriticCredits",
+        {"credits": [_args(credit())] * 2, "agent_feedback": [feedback] * 3},
+    )
+    model = SchemaRecordingModel([no_diagnoses, no_diagnoses, credits_only])
+    critic = GroupCritic(FakeProvider({"critic": model}))
+    result = asyncio.run(critic.critique(question(), LIBS, ROLLOUTS, [1.0, -1.0]))
+    [sent] = [tool["parameters"] for tool in model.schemas if tool["name"] == "CriticCredits"]
+    # As in the structured schema: one credit per (agent, skill), one feedback per agent.
+    assert sent["properties"]["credits"]["maxItems"] == 1
+    assert sent["properties"]["agent_feedback"]["maxItems"] == 2
+    # A server that ignores the bounds is not a failed call: the fallback keeps the group's
+    # credits (the repeated pair dropped as usual) and all of its feedback.
+    assert result.diagnosis_error and result.critic_calls == 2
+    assert [(c.agent, c.skill_id) for c in result.credits] == [("reader", "extract")]
+    assert result.dropped_credits == 1 and len(result.agent_feedback) == 3
+
+
 def test_a_name_outside_the_vocabulary_is_parsed_and_left_to_the_checks() -> None:
     # Servers that do not enforce the schema can still send any string: one diagnosis is
     # dropped by the attribution checks, the critic call itself does not fail.
