@@ -5,24 +5,40 @@ It checks what SkillMAS writes to the run folder: one rollout and one credit rec
 trace + per-step used-skill signals) per subset question, the round's state (tables, failure
 counts, pool, team, round record with the restructuring decision) after the start state, the
 round's GateRecord (train success, no gate decisions), the libraries of every agent, and the
-report section.
+report section. The diagnoses are checked only as plumbing (see the round test's docstring).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
 from grse_graph.llm import ModelRoles, UsageLedger, load_config
 from grse_graph.methods.skillmas import SkillmasRecord, SkillmasState
+from grse_graph.methods.skillmas.diagnosis import (
+    MAX_CLUSTERS,
+    Diagnosis,
+    checked,
+    cluster_failures,
+    unanalysed,
+)
+from grse_graph.methods.skillmas.retention import retain
+from grse_graph.methods.skillmas.trace import VerifiedTrace
 from grse_graph.tasks.registry import load_task
 from grse_graph.training.config import TrainConfig
 from grse_graph.training.graph import TrainingDeps
 from grse_graph.training.run_folder import RunFolder
 from grse_graph.training.runner import run_training
+
+NO_FUNCTION_CALLED = (
+    "StructuredOutputError: ClusterAnalysis: no valid output after 2 attempt(s): "
+    "the reply did not call the function ClusterAnalysis"
+)
+"""How the small model's analyst replies failed in every run (see the round test)."""
 
 ROWS = [
     ("train", "colour", "What colour is the barn?", "red", "The barn on the hill is painted red."),
@@ -46,7 +62,18 @@ def _write_task(path: Path) -> Path:
 
 
 @pytest.mark.engine
-def test_one_skillmas_round_on_the_small_model(small_engine_url: str, tmp_path: Path) -> None:
+def test_one_skillmas_round_plumbing_on_the_small_model(
+    small_engine_url: str, tmp_path: Path
+) -> None:
+    """Plumbing only for the diagnoses: the round diagnoses its top non-P2 failure clusters
+    and records each one exactly as the checks leave it, a checked analysis or the counted
+    "did not call the function" outcome (tag none), and the report counts them.
+
+    It cannot require an analysis: in three runs at 306b645 the small model's four analyst
+    replies (two attempts for each of the two clusters, 920 completion tokens, under the
+    300-token cap) called no function. The single-call analyst with scripted replies, which
+    must end in checked analyses, is tested in
+    tests/unit/methods/skillmas/test_skillmas_diagnosis.py."""
     data = _write_task(tmp_path / "tiny.jsonl")
     llm = load_config(
         env={},
@@ -103,6 +130,8 @@ def test_one_skillmas_round_on_the_small_model(small_engine_url: str, tmp_path: 
     assert final.round.restructuring is not None
     assert final.executors.agents["retriever"].overall.n == 4
     assert sum(final.failure_counts.values()) == sum(not t.success for t in traces)
+    diagnoses = final.round.diagnoses
+    _assert_diagnoses_recorded(diagnoses, traces, states[0].failure_counts)
     (gate,) = run.gate.read()
     assert gate.decisions == [] and gate.base_score == final.round.success_rate
     assert sorted(gate.library_paths) == sorted(m.name for m in final.members)
@@ -111,8 +140,35 @@ def test_one_skillmas_round_on_the_small_model(small_engine_url: str, tmp_path: 
     report = run.report_path.read_text()
     assert report.startswith("# SkillMAS training report: jsonl")
     assert "### Restructuring" in report
+    # The round table counts the diagnosed clusters and the locally diagnosable ones.
+    (row,) = [line for line in report.splitlines() if line.startswith("| 1 | 4 |")]
+    diagnosed, local = (int(cell) for cell in row.split("|")[7:9])
+    assert (diagnosed, local) == (len(diagnoses), sum(d.locally_diagnosable for d in diagnoses))
     usage = run.read_usage()
     assert usage["roles"]["actor"]["calls"] >= 8
+    # The engine answered every analyst request: an unanalysed cluster is the model's reply.
+    assert usage["roles"]["critic"]["failures"] == 0
+
+
+def _assert_diagnoses_recorded(
+    diagnoses: Sequence[Diagnosis],
+    traces: Sequence[VerifiedTrace],
+    failure_counts: Mapping[str, int],
+) -> None:
+    """The round diagnosed its top non-P2 failure clusters, each one exactly as the checks
+    record it: a parsed analysis with the post-checks' verdict, or, without one, the
+    structured call's failure after its repair round (tag none, not unique)."""
+    ranked = cluster_failures(retain(traces, failure_counts).items, traces)
+    clusters = {c.key: c for c in [c for c in ranked if c.tier != "P2"][:MAX_CLUSTERS]}
+    print("outcomes:", [(d.cluster, d.tag, d.checks_failed, d.error) for d in diagnoses])
+    assert sorted(d.cluster for d in diagnoses) == sorted(clusters)
+    for diagnosis in diagnoses:
+        cluster = clusters[diagnosis.cluster]
+        if diagnosis.analysis is not None:
+            assert diagnosis == checked(cluster, diagnosis.analysis)
+        else:
+            assert diagnosis == unanalysed(cluster, NO_FUNCTION_CALLED)
+            assert diagnosis.tag == "none" and not diagnosis.unique
 
 
 @pytest.mark.engine
@@ -126,9 +182,7 @@ def test_analyst_loop_plumbing_on_the_small_model(small_engine_url: str) -> None
     which must end in a checked analysis, is in
     tests/unit/methods/skillmas/test_skillmas_analyst_loop.py."""
     from grse_graph.methods.skillmas.analyst_loop import ToolLoopAnalyst
-    from grse_graph.methods.skillmas.diagnosis import cluster_failures, diagnose
-    from grse_graph.methods.skillmas.retention import retain
-    from grse_graph.methods.skillmas.trace import VerifiedTrace
+    from grse_graph.methods.skillmas.diagnosis import diagnose
     from grse_graph.team.rollout import Rollout, Step
 
     llm = load_config(
