@@ -182,7 +182,7 @@ def test_analyst_loop_plumbing_on_the_small_model(small_engine_url: str) -> None
     which must end in a checked analysis, is in
     tests/unit/methods/skillmas/test_skillmas_analyst_loop.py."""
     from grse_graph.methods.skillmas.analyst_loop import ToolLoopAnalyst
-    from grse_graph.methods.skillmas.diagnosis import diagnose
+    from grse_graph.methods.skillmas.diagnosis import AnalystEvidence, diagnose
     from grse_graph.team.rollout import Rollout, Step
 
     llm = load_config(
@@ -218,17 +218,12 @@ def test_analyst_loop_plumbing_on_the_small_model(small_engine_url: str) -> None
     ledger = UsageLedger()
     with ModelRoles(llm, ledger) as roles:
         loop = ToolLoopAnalyst(
-            rollouts=rollouts,
-            gold={"q0": "red", "q1": "red"},
-            libraries={},
-            provider=roles,
+            AnalystEvidence(rollouts, {"q0": "red", "q1": "red"}, {}, roles),
             agent_boundaries={"retriever": "role: find", "reasoner": "role: answer"},
             max_tokens=300,
         )
         clusters = cluster_failures(retain(failures, {}).items, failures)
-        found = asyncio.run(
-            diagnose(clusters, rollouts={}, gold={}, libraries={}, provider=roles, analyst=loop)
-        )
+        found = asyncio.run(diagnose(clusters, loop))
     assert found, "the two-failure cluster is analysed (not P2)"
     print("outcomes:", [(d.turns, d.tools_called, d.error) for d in found])
     for diagnosis in found:

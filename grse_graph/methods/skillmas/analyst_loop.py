@@ -93,9 +93,10 @@ evidence does not show a cause, do not invent one: submit cause other with tag n
 
 
 @dataclass(frozen=True)
-class ToolLoopAnalyst(AnalystEvidence):
+class ToolLoopAnalyst:
     """The analyst loop over one round's evidence (a `ClusterAnalyst`)."""
 
+    evidence: AnalystEvidence
     successes: Sequence[VerifiedTrace] = ()
     agent_boundaries: Mapping[str, str] | None = None
     max_tokens: int | None = None
@@ -147,21 +148,21 @@ class ToolLoopAnalyst(AnalystEvidence):
         return clip(tools[name](), RESULT_CHARS)
 
     def _trace(self, trace: VerifiedTrace) -> str:
-        rollout = self.rollouts.get(trace.rollout_id)
+        rollout = self.evidence.rollouts.get(trace.rollout_id)
         lines = list(trace.action_trace)
         for step in rollout.steps if rollout else []:
             lines.append(f"{step.agent} said: {clip(step.output, 600)}")
         return "\n".join(lines) or "empty trace"
 
     def _episode(self, trace: VerifiedTrace) -> str:
-        rollout = self.rollouts.get(trace.rollout_id)
+        rollout = self.evidence.rollouts.get(trace.rollout_id)
         answer = rollout.answer if rollout else "?"
         return f"input: {trace.task}\noutput (final answer): {answer}"
 
     def _compare(self, trace: VerifiedTrace) -> str:
-        rollout = self.rollouts.get(trace.rollout_id)
+        rollout = self.evidence.rollouts.get(trace.rollout_id)
         return (
-            f"gold answer: {self.gold.get(trace.question_id, '?')}\n"
+            f"gold answer: {self.evidence.gold.get(trace.question_id, '?')}\n"
             f"prediction: {rollout.answer if rollout else '?'}\n"
             f"F1 {trace.score if trace.score is not None else '?'}; "
             f"state: {trace.error_message or 'correct'}"
@@ -169,9 +170,10 @@ class ToolLoopAnalyst(AnalystEvidence):
 
     def _skill(self, ref: str) -> str:
         agent, _, name = ref.partition("/")
-        library = self.libraries.get(agent)
+        libraries = self.evidence.libraries
+        library = libraries.get(agent)
         if library is None or not library.has(name):
-            known = [f"{a}/{n}" for a, lib in self.libraries.items() for n in lib.names()]
+            known = [f"{a}/{n}" for a, lib in libraries.items() for n in lib.names()]
             return f"no skill {ref!r}; known: {', '.join(known) or 'none'}"
         skill = library.get(name)
         return f"description: {skill.description}\n{skill.body}"
@@ -184,7 +186,7 @@ class ToolLoopAnalyst(AnalystEvidence):
 
     async def analyse(self, cluster: FailureCluster) -> Diagnosis:
         refs = self.episodes(cluster)
-        model = analyst_model(self.provider, self.max_tokens).bind_tools(
+        model = analyst_model(self.evidence.provider, self.max_tokens).bind_tools(
             [
                 ListEvidence,
                 ReadTrace,

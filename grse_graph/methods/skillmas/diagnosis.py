@@ -317,36 +317,28 @@ class AnalystEvidence:
 
 
 @dataclass(frozen=True)
-class SingleCallAnalyst(AnalystEvidence):
+class SingleCallAnalyst:
     """Row 14's default: one structured critic call with the whole evidence in the prompt."""
 
+    evidence: AnalystEvidence
     max_tokens: int | None = None
 
     async def analyse(self, cluster: FailureCluster) -> Diagnosis:
+        seen = self.evidence
         messages = [
             SystemMessage(ANALYST_SYSTEM),
-            HumanMessage(analyst_prompt(cluster, self.rollouts, self.gold, self.libraries)),
+            HumanMessage(analyst_prompt(cluster, seen.rollouts, seen.gold, seen.libraries)),
         ]
-        model = analyst_model(self.provider, self.max_tokens)
+        model = analyst_model(seen.provider, self.max_tokens)
         try:
             return checked(cluster, await astructured_call(model, ClusterAnalysis, messages))
         except (StructuredOutputError, ModelRequestRefused) as failure:
             return unanalysed(cluster, f"{type(failure).__name__}: {failure}")
 
 
-async def diagnose(
-    clusters: Sequence[FailureCluster],
-    *,
-    rollouts: Mapping[str, Rollout],
-    gold: Mapping[str, str],
-    libraries: Mapping[str, SkillLibrary],
-    provider: ChatModelProvider,
-    max_tokens: int | None = None,
-    analyst: ClusterAnalyst | None = None,
-) -> list[Diagnosis]:
-    """Diagnose each of the top `MAX_CLUSTERS` non-P2 clusters with `analyst` (default: one
-    structured critic call each); a cluster without a valid analysis gets tag none."""
-    analyst = analyst or SingleCallAnalyst(rollouts, gold, libraries, provider, max_tokens)
+async def diagnose(clusters: Sequence[FailureCluster], analyst: ClusterAnalyst) -> list[Diagnosis]:
+    """Diagnose each of the top `MAX_CLUSTERS` non-P2 clusters with `analyst`; a cluster without
+    a valid analysis gets tag none."""
     return [
         await analyst.analyse(cluster)
         for cluster in [c for c in clusters if c.tier != "P2"][:MAX_CLUSTERS]

@@ -33,6 +33,7 @@ from grse_graph.methods.rounds import (
 from grse_graph.skills import SkillLibrary
 from grse_graph.team.spec import TeamSpec
 
+from .diagnosis import AnalystEvidence
 from .execution import fixed_subset, round_state, unit_team
 from .report import report_lines
 from .round import measurement, update_round
@@ -181,10 +182,12 @@ class SkillmasMethod(BaseCreditMethod[SkillmasSettings, SkillmasRecord]):
             iteration=inputs.iteration,
             traces=traces,
             judge_calls=sum(r.judge_calls for r in records),
-            libraries=inputs.libraries,
-            rollouts=dict(inputs.rollouts),
-            gold={r.question_id: inputs.questions[r.question_id].answer for r in records},
-            provider=inputs.provider,
+            sources=AnalystEvidence(
+                rollouts=dict(inputs.rollouts),
+                gold={r.question_id: inputs.questions[r.question_id].answer for r in records},
+                libraries=inputs.libraries,
+                provider=inputs.provider,
+            ),
             settings=self.settings,
             library_limit=inputs.library_limit,
             seed_roles={a.name: a.role for a in inputs.team.agents},

@@ -9,12 +9,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from grse_graph.llm.provider import ChatModelProvider
 from grse_graph.skills import SkillLibrary
-from grse_graph.team.rollout import Rollout
 
 from .analyst_loop import ToolLoopAnalyst, agent_boundaries
-from .diagnosis import Diagnosis, cluster_failures, diagnose
+from .diagnosis import (
+    AnalystEvidence,
+    ClusterAnalyst,
+    Diagnosis,
+    SingleCallAnalyst,
+    cluster_failures,
+    diagnose,
+)
 from .evolution import drop_observed, evaluate_pool, evolve_skills
 from .restructure import Decision, apply_decision, build_artifacts, decide
 from .retention import RetainedItem, retain
@@ -90,38 +95,26 @@ async def update_round(
     iteration: int,
     traces: Sequence[VerifiedTrace],
     judge_calls: int,
-    libraries: Mapping[str, SkillLibrary],
-    rollouts: Mapping[str, Rollout],
-    gold: Mapping[str, str],
-    provider: ChatModelProvider,
+    sources: AnalystEvidence,
     settings: SkillmasSettings,
     library_limit: int,
     seed_roles: Mapping[str, str] | None = None,
     domain: str | None = None,
 ) -> RoundOutcome:
     """Round r's learning, evidence, evolution and restructuring on its executed traces.
-    `seed_roles` (agent -> role prompt) feeds the loop analyst's agent-boundary tool; `domain`
-    names the task in the LEARN prompt."""
+    `sources`: the round's rollouts, gold answers, libraries and provider; `seed_roles` (agent
+    -> role prompt) feeds the loop analyst's agent-boundary tool; `domain` names the task in
+    the LEARN prompt."""
     s = settings
     skills_q, executors_q = learn_utilities(
-        state.skills, state.executors, traces, libraries, s.executor_credit
+        state.skills, state.executors, traces, sources.libraries, s.executor_credit
     )
     retention = retain(traces, state.failure_counts)
     retained = retention.items
     members = list(state.members)
-    diagnoses = await _diagnoses(
-        traces,
-        retained,
-        members=members,
-        rollouts=rollouts,
-        gold=gold,
-        libraries=libraries,
-        provider=provider,
-        settings=s,
-        seed_roles=seed_roles or {},
-    )
+    diagnoses = await _diagnoses(traces, retained, members, sources, s, seed_roles or {})
     work = EvolutionWork(
-        libraries=dict(libraries),
+        libraries=dict(sources.libraries),
         status={a: dict(statuses) for a, statuses in state.status.items()},
         table=skills_q,
         parents=dict(state.parents),
@@ -141,7 +134,9 @@ async def update_round(
         final_agent=members[-1].name,
         **({"domain": domain} if domain else {}),
     )
-    await evolve_skills(work, evidence, provider, require_diagnosis=s.create_requires_diagnosis)
+    await evolve_skills(
+        work, evidence, sources.provider, require_diagnosis=s.create_requires_diagnosis
+    )
     evaluate_pool(
         work,
         traces,
@@ -237,35 +232,20 @@ def _retained_line(item: RetainedItem) -> RetainedLine:
 async def _diagnoses(
     traces: Sequence[VerifiedTrace],
     retained: Sequence[RetainedItem],
-    *,
     members: Sequence[TeamMember],
-    rollouts: Mapping[str, Rollout],
-    gold: Mapping[str, str],
-    libraries: Mapping[str, SkillLibrary],
-    provider: ChatModelProvider,
+    evidence: AnalystEvidence,
     settings: SkillmasSettings,
     seed_roles: Mapping[str, str],
 ) -> list[Diagnosis]:
     """The round's failure clusters diagnosed, by the tool-loop analyst when `analyst` is
     ``loop``, else by one call per cluster."""
-    analyst = None
+    analyst: ClusterAnalyst = SingleCallAnalyst(evidence, settings.analyst_max_tokens)
     if settings.analyst == "loop":
         analyst = ToolLoopAnalyst(
-            rollouts=rollouts,
-            gold=gold,
-            libraries=libraries,
-            provider=provider,
+            evidence,
             successes=[t for t in traces if t.success],
             agent_boundaries=agent_boundaries(members, seed_roles),
             max_tokens=settings.analyst_max_tokens,
             max_turns=settings.analyst_turns,
         )
-    return await diagnose(
-        cluster_failures(retained, traces),
-        rollouts=rollouts,
-        gold=gold,
-        libraries=libraries,
-        provider=provider,
-        max_tokens=settings.analyst_max_tokens,
-        analyst=analyst,
-    )
+    return await diagnose(cluster_failures(retained, traces), analyst)

@@ -19,7 +19,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from grse_graph.llm import ModelRoles, UsageLedger, load_config
 from grse_graph.methods.skillmas.analyst_loop import ToolLoopAnalyst
-from grse_graph.methods.skillmas.diagnosis import cluster_failures, diagnose
+from grse_graph.methods.skillmas.diagnosis import AnalystEvidence, cluster_failures, diagnose
 from grse_graph.methods.skillmas.retention import retain
 from grse_graph.methods.skillmas.round import agent_boundaries
 from grse_graph.methods.skillmas.team import TeamMember
@@ -110,10 +110,7 @@ def analyst(provider: Any, **fields: Any) -> tuple[ToolLoopAnalyst, list[Any]]:
     traces, rollouts = evidence()
     members = [TeamMember(name="retriever", seed=True), TeamMember(name="reasoner", seed=True)]
     loop = ToolLoopAnalyst(
-        rollouts=rollouts,
-        gold={"q0": "blue", "q1": "blue"},
-        libraries={},
-        provider=provider,
+        AnalystEvidence(rollouts, {"q0": "blue", "q1": "blue"}, {}, provider),
         successes=[t for t in traces if t.success],
         agent_boundaries=agent_boundaries(members, {"reasoner": "You answer."}),
         **fields,
@@ -132,9 +129,7 @@ def test_loop_investigates_rejects_a_bad_submission_and_accepts_a_valid_one() ->
         ]
     )
     loop, clusters = analyst(ScriptedProvider(script))
-    (found,) = asyncio.run(
-        diagnose(clusters, rollouts={}, gold={}, libraries={}, provider=None, analyst=loop)  # type: ignore[arg-type]
-    )
+    (found,) = asyncio.run(diagnose(clusters, loop))
     assert script.bound[-1] == "SubmitAnalysis" and "CompareAnswer" in script.bound
     assert found.turns == 5 and found.tag == "add-guard" and found.unique
     assert found.tools_called == [
@@ -167,9 +162,7 @@ def test_no_valid_submission_within_the_budget_means_no_analysis() -> None:
         ]
     )
     loop, clusters = analyst(ScriptedProvider(script))
-    (found,) = asyncio.run(
-        diagnose(clusters, rollouts={}, gold={}, libraries={}, provider=None, analyst=loop)  # type: ignore[arg-type]
-    )
+    (found,) = asyncio.run(diagnose(clusters, loop))
     assert len(script.seen) == 6 and found.analysis is None and found.tag == "none"
     assert found.error is not None and "no valid submission within 6 turns" in found.error
     last = script.seen[-1]
@@ -199,9 +192,7 @@ def test_loop_over_http_with_a_scripted_analyst_ends_in_a_checked_analysis() -> 
         ledger = UsageLedger()
         with ModelRoles(llm, ledger) as roles:
             loop, clusters = analyst(roles)
-            (found,) = asyncio.run(
-                diagnose(clusters, rollouts={}, gold={}, libraries={}, provider=roles, analyst=loop)
-            )
+            (found,) = asyncio.run(diagnose(clusters, loop))
         bodies = [server.bodies[record.fingerprint] for record in server.records]
 
     assert found.error is None and found.analysis is not None, found.error

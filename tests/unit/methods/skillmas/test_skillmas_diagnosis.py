@@ -10,7 +10,9 @@ import pytest
 from pydantic import ValidationError
 
 from grse_graph.methods.skillmas.diagnosis import (
+    AnalystEvidence,
     ClusterAnalysis,
+    SingleCallAnalyst,
     checked,
     cluster_failures,
     diagnose,
@@ -90,12 +92,14 @@ def test_one_call_per_non_p2_cluster_and_repair_then_none() -> None:
     calls = Calls()
     provider = FakeProvider(lambda schema, messages: next(answers), calls)
     (result,) = asyncio.run(
-        diagnose(clusters_of(traces), rollouts={}, gold={}, libraries={}, provider=provider)
+        diagnose(clusters_of(traces), SingleCallAnalyst(AnalystEvidence({}, {}, {}, provider)))
     )
     assert calls.count("ClusterAnalysis") == 2  # the call and its one repair
     assert result.error is not None and result.tag == "none"
     good = FakeProvider(lambda schema, messages: HANDOFF_ANALYSIS, Calls())
     (ok,) = asyncio.run(
-        diagnose(clusters_of(traces), rollouts={}, gold={"f1": "blue"}, libraries={}, provider=good)
+        diagnose(
+            clusters_of(traces), SingleCallAnalyst(AnalystEvidence({}, {"f1": "blue"}, {}, good))
+        )
     )
     assert ok.tag == "handoff-to-structure" and ok.rollout_ids == ["f2", "f1"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from grse_graph.methods.skillmas.diagnosis import AnalystEvidence
 from grse_graph.methods.skillmas.evolution import evaluate_pool
 from grse_graph.methods.skillmas.restructure import Decision, decide
 from grse_graph.methods.skillmas.round import apply_decision, update_round
@@ -162,10 +163,7 @@ def test_update_round_demotes_only_with_the_demote_policy_and_a_drop() -> None:
                 iteration=2,
                 traces=traces,
                 judge_calls=0,
-                libraries=libraries,
-                rollouts={},
-                gold={},
-                provider=FakeProvider(quiet),
+                sources=AnalystEvidence({}, {}, libraries, FakeProvider(quiet)),
                 settings=SkillmasSettings(drop_policy=policy),  # type: ignore[arg-type]
                 library_limit=4,
             )
