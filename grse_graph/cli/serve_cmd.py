@@ -7,6 +7,7 @@ import shlex
 import shutil
 import signal
 import threading
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Annotated
@@ -17,7 +18,7 @@ from grse_graph.errors import ConfigError, EngineError
 from grse_graph.llm.config import EngineSettings, load_config
 from grse_graph.llm.engine import LocalEngine
 from grse_graph.llm.replicas import LocalReplicas, RouterSettings, router_command
-from grse_graph.llm.vllm import plan_vllm
+from grse_graph.llm.vllm import VllmServe, plan_vllm
 
 from .options import ConfigOption
 
@@ -138,10 +139,7 @@ def serve_vllm(
     ] = 1,
 ) -> None:
     """Build the `vllm serve` command (prefix caching, tool-call parser) and run it."""
-    if replicas > 1:
-        _print_replicas(model, replicas, tensor_parallel, max_model_len, host, port, served_name)
-        return
-    plan = plan_vllm(
+    serve = VllmServe(
         model,
         tensor_parallel=tensor_parallel,
         data_parallel=data_parallel,
@@ -150,6 +148,10 @@ def serve_vllm(
         port=port,
         served_name=served_name,
     )
+    if replicas > 1:
+        _print_replicas(serve, replicas)
+        return
+    plan = plan_vllm(serve)
     for warning in plan.warnings:
         typer.echo(f"warning: {warning}", err=True)
     if dry_run:
@@ -164,27 +166,14 @@ def serve_vllm(
     os.execv(executable, plan.command)
 
 
-def _print_replicas(
-    model: str,
-    replicas: int,
-    tensor_parallel: int,
-    max_model_len: int | None,
-    host: str,
-    port: int,
-    served_name: str | None,
-) -> None:
-    """The commands of `replicas` vLLM servers behind vllm-router (see docs/REPLICAS.md)."""
+def _print_replicas(serve: VllmServe, replicas: int) -> None:
+    """The commands of `replicas` vLLM servers behind vllm-router (see docs/REPLICAS.md), each
+    one replica (`data_parallel` 1) on its own port after `serve.port`."""
+    host, port = serve.host, serve.port
     workers = []
     _echo(f"# {replicas} vLLM replicas (one per GPU group: set CUDA_VISIBLE_DEVICES for each)")
     for index in range(1, replicas + 1):
-        plan = plan_vllm(
-            model,
-            tensor_parallel=tensor_parallel,
-            max_model_len=max_model_len,
-            host=host,
-            port=port + index,
-            served_name=served_name,
-        )
+        plan = plan_vllm(replace(serve, data_parallel=1, port=port + index))
         for warning in plan.warnings[: 1 if index == 1 else 0]:
             typer.echo(f"warning: {warning}", err=True)
         _echo(shlex.join(plan.command) + " &")

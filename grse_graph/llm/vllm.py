@@ -30,37 +30,41 @@ class VllmPlan:
     warnings: list[str] = field(default_factory=list)
 
 
-def plan_vllm(
-    model: str,
-    *,
-    tensor_parallel: int = 1,
-    data_parallel: int = 1,
-    max_model_len: int | None = None,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    served_name: str | None = None,
-    executable: str = "vllm",
-) -> VllmPlan:
+@dataclass(frozen=True)
+class VllmServe:
+    """What one ``vllm serve`` is asked for: the model, its parallelism, context and address."""
+
+    model: str
+    tensor_parallel: int = 1
+    data_parallel: int = 1
+    max_model_len: int | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    served_name: str | None = None
+    executable: str = "vllm"
+
+
+def plan_vllm(serve: VllmServe) -> VllmPlan:
     """Build the ``vllm serve`` command plus warnings (unknown tool-call parser)."""
-    if tensor_parallel < 1 or data_parallel < 1:
+    if serve.tensor_parallel < 1 or serve.data_parallel < 1:
         raise ValueError("tensor_parallel and data_parallel must be >= 1")
     command = [
-        executable, "serve", model,
-        "--host", host,
-        "--port", str(port),
-        "--tensor-parallel-size", str(tensor_parallel),
-        "--data-parallel-size", str(data_parallel),
+        serve.executable, "serve", serve.model,
+        "--host", serve.host,
+        "--port", str(serve.port),
+        "--tensor-parallel-size", str(serve.tensor_parallel),
+        "--data-parallel-size", str(serve.data_parallel),
         "--enable-prefix-caching",
     ]  # fmt: skip
-    if served_name is not None:
-        command += ["--served-model-name", served_name]
-    if max_model_len is not None:
-        command += ["--max-model-len", str(max_model_len)]
+    if serve.served_name is not None:
+        command += ["--served-model-name", serve.served_name]
+    if serve.max_model_len is not None:
+        command += ["--max-model-len", str(serve.max_model_len)]
     warnings: list[str] = []
-    parser = tool_call_parser(model)
+    parser = tool_call_parser(serve.model)
     if parser is None:
         warnings.append(
-            f"unknown model family for {model!r}: no --enable-auto-tool-choice "
+            f"unknown model family for {serve.model!r}: no --enable-auto-tool-choice "
             "(free tool calls will not work; structured output still does)"
         )
     else:
@@ -70,4 +74,4 @@ def plan_vllm(
 
 def build_vllm_command(model: str, **options: Any) -> list[str]:
     """The ``vllm serve`` argument list: `plan_vllm`'s command (its options, without warnings)."""
-    return plan_vllm(model, **options).command
+    return plan_vllm(VllmServe(model, **options)).command

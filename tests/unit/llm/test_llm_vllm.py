@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grse_graph.llm.vllm import build_vllm_command, plan_vllm, tool_call_parser
+from grse_graph.llm.vllm import VllmServe, build_vllm_command, plan_vllm, tool_call_parser
 
 
 @pytest.mark.parametrize(
@@ -52,11 +52,11 @@ def test_defaults_leave_out_optional_flags() -> None:
 
 
 def test_unknown_family_has_no_auto_tool_choice_and_a_warning() -> None:
-    plan = plan_vllm("google/gemma-3-4b-it")
+    plan = plan_vllm(VllmServe("google/gemma-3-4b-it"))
     assert "--enable-auto-tool-choice" not in plan.command
     assert "--tool-call-parser" not in plan.command
     assert len(plan.warnings) == 1 and "gemma-3-4b-it" in plan.warnings[0]
-    assert plan_vllm("Qwen/Qwen2.5-7B-Instruct").warnings == []
+    assert plan_vllm(VllmServe("Qwen/Qwen2.5-7B-Instruct")).warnings == []
 
 
 def test_parallel_sizes_must_be_positive() -> None:
