@@ -324,12 +324,10 @@ class SingleCallAnalyst:
     max_tokens: int | None = None
 
     async def analyse(self, cluster: FailureCluster) -> Diagnosis:
-        seen = self.evidence
-        messages = [
-            SystemMessage(ANALYST_SYSTEM),
-            HumanMessage(analyst_prompt(cluster, seen.rollouts, seen.gold, seen.libraries)),
-        ]
-        model = analyst_model(seen.provider, self.max_tokens)
+        evidence = self.evidence
+        prompt = analyst_prompt(cluster, evidence.rollouts, evidence.gold, evidence.libraries)
+        messages = [SystemMessage(ANALYST_SYSTEM), HumanMessage(prompt)]
+        model = analyst_model(evidence.provider, self.max_tokens)
         try:
             return checked(cluster, await astructured_call(model, ClusterAnalysis, messages))
         except (StructuredOutputError, ModelRequestRefused) as failure:

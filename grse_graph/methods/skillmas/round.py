@@ -239,13 +239,15 @@ async def _diagnoses(
 ) -> list[Diagnosis]:
     """The round's failure clusters diagnosed, by the tool-loop analyst when `analyst` is
     ``loop``, else by one call per cluster."""
-    analyst: ClusterAnalyst = SingleCallAnalyst(evidence, settings.analyst_max_tokens)
-    if settings.analyst == "loop":
-        analyst = ToolLoopAnalyst(
+    analyst: ClusterAnalyst = (
+        ToolLoopAnalyst(
             evidence,
             successes=[t for t in traces if t.success],
             agent_boundaries=agent_boundaries(members, seed_roles),
             max_tokens=settings.analyst_max_tokens,
             max_turns=settings.analyst_turns,
         )
+        if settings.analyst == "loop"
+        else SingleCallAnalyst(evidence, settings.analyst_max_tokens)
+    )
     return await diagnose(cluster_failures(retained, traces), analyst)
